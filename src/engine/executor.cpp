@@ -1,0 +1,336 @@
+#include "engine/executor.h"
+
+#include <algorithm>
+#include <map>
+
+#include <Eigen/Core>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define GRIST_HAVE_MXCSR 1
+#endif
+
+#include "ops/kernel_util.h"
+#include "ops/registry.h"
+
+namespace grist {
+
+FlushDenormalsScope::FlushDenormalsScope(bool enable) {
+#ifdef GRIST_HAVE_MXCSR
+  if (!enable) return;
+  active_ = true;
+  saved_ = _mm_getcsr();
+  _mm_setcsr(saved_ | 0x8040u);  // FTZ (bit 15) | DAZ (bit 6)
+#else
+  (void)enable;
+#endif
+}
+
+FlushDenormalsScope::~FlushDenormalsScope() {
+#ifdef GRIST_HAVE_MXCSR
+  if (active_) _mm_setcsr(saved_);
+#endif
+}
+
+Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
+  Executor ex;
+  ex.graph_ = &graph;
+  ex.options_ = options;
+  ex.rng_.reseed(options.seed);
+  const auto& reg = OpRegistry::global();
+
+  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
+  for (const Node& n : graph.nodes) {
+    const OpDef* def = reg.find(n.op_type, n.domain);
+    if (!def) unsupported[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type].push_back(n.name);
+    ex.ops_.push_back(def);
+  }
+  if (!unsupported.empty()) {
+    std::string msg = "unsupported op";
+    msg += unsupported.size() > 1 ? "s: " : ": ";
+    bool first = true;
+    for (const auto& [op, names] : unsupported) {
+      if (!first) msg += "; ";
+      first = false;
+      msg += op + " (";
+      for (size_t i = 0; i < names.size() && i < 5; ++i) msg += (i ? ", " : "") + names[i];
+      if (names.size() > 5) msg += fmt::format(", and {} more", names.size() - 5);
+      msg += ")";
+    }
+    return Error{msg};
+  }
+
+  const size_t nv = graph.values.size();
+  ex.values_.resize(nv);
+  ex.finite_.assign(nv, 1);
+  ex.dirty_.assign(nv, 1);
+  ex.is_set_.assign(nv, 0);
+  ex.grads_.resize(nv);
+  ex.has_grad_.assign(nv, 0);
+  ex.grad_finite_.assign(nv, 1);
+  for (ValueId id : graph.initializers) {
+    const Value& v = graph.value(id);
+    if (v.initial) {
+      ex.values_[static_cast<size_t>(id)] = *v.initial;
+      ex.is_set_[static_cast<size_t>(id)] = 1;
+    }
+  }
+  ex.states_.resize(graph.nodes.size());
+  ex.args_.resize(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    auto& a = ex.args_[n];
+    a.in.resize(node.inputs.size());
+    a.out.resize(node.outputs.size());
+    a.out_const.resize(node.outputs.size());
+    a.grad_out.resize(node.outputs.size());
+    a.grad_in.resize(node.inputs.size());
+    a.edge_grad.resize(node.inputs.size());
+  }
+  return ex;
+}
+
+Status Executor::set_input(const std::string& name, const Tensor& t) {
+  ValueId id = graph_->find_value(name);
+  GRIST_CHECK(id != kNoValue, "the model has no input named '{}'", name);
+  return set_input(id, t);
+}
+
+Status Executor::set_input(ValueId id, const Tensor& t) {
+  const Value& v = graph_->value(id);
+  GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
+  GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype(), "input '{}' expects {} data, got {}", v.name,
+              dtype_name(v.dtype), dtype_name(t.dtype()));
+  if (v.shape) {
+    GRIST_CHECK(static_cast<int>(v.shape->size()) == t.rank(), "input '{}' expects rank {}, got shape {}", v.name,
+                v.shape->size(), t.shape().str());
+    for (int d = 0; d < t.rank(); ++d) {
+      const Dim& dim = (*v.shape)[static_cast<size_t>(d)];
+      GRIST_CHECK(!dim.known() || dim.size == t.shape()[d], "input '{}' expects dimension {} to be {}, got shape {}",
+                  v.name, d, dim.size, t.shape().str());
+    }
+  }
+  values_[static_cast<size_t>(id)] = t;
+  is_set_[static_cast<size_t>(id)] = 1;
+  dirty_[static_cast<size_t>(id)] = 1;
+  return Status::ok();
+}
+
+Tensor& Executor::mutable_value(ValueId id) {
+  dirty_[static_cast<size_t>(id)] = 1;
+  return values_[static_cast<size_t>(id)];
+}
+
+const Tensor* Executor::grad(ValueId id) const {
+  return has_grad_[static_cast<size_t>(id)] ? &grads_[static_cast<size_t>(id)] : nullptr;
+}
+
+void Executor::note_forward_nonfinite(size_t n) {
+  const Node& node = graph_->nodes[n];
+  bool inputs_finite = true;
+  for (ValueId in : node.inputs)
+    if (in != kNoValue && !finite_[static_cast<size_t>(in)]) inputs_finite = false;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    ValueId out = node.outputs[o];
+    if (out == kNoValue) continue;
+    bool ok = all_finite(values_[static_cast<size_t>(out)]);
+    finite_[static_cast<size_t>(out)] = ok;
+    if (!ok && inputs_finite && !forward_event_.found)
+      forward_event_ = make_nonfinite_event(*graph_, static_cast<int32_t>(n), false, static_cast<int>(o),
+                                            graph_->value(out).name, values_[static_cast<size_t>(out)],
+                                            args_[n].in);
+  }
+}
+
+Status Executor::forward() {
+  FlushDenormalsScope ftz(options_.flush_denormals);
+  const Graph& g = *graph_;
+  forward_event_ = {};
+  if (options_.scan_nonfinite) {
+    for (ValueId id : g.inputs) {
+      auto i = static_cast<size_t>(id);
+      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
+      dirty_[i] = 0;
+    }
+    for (ValueId id : g.initializers) {
+      auto i = static_cast<size_t>(id);
+      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
+      dirty_[i] = 0;
+    }
+  }
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    auto& a = args_[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      ValueId in = node.inputs[i];
+      if (in == kNoValue) {
+        a.in[i] = nullptr;
+        continue;
+      }
+      GRIST_CHECK(is_set_[static_cast<size_t>(in)], "node '{}' ({}) needs '{}', which was not given", node.name,
+                  node.op_type, g.value(in).name);
+      a.in[i] = &values_[static_cast<size_t>(in)];
+    }
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      ValueId out = node.outputs[o];
+      a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
+    }
+    ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
+    Status st = ops_[n]->forward(ctx);
+    if (!st) return st;
+    for (ValueId out : node.outputs)
+      if (out != kNoValue) is_set_[static_cast<size_t>(out)] = 1;
+    if (options_.scan_nonfinite) note_forward_nonfinite(n);
+  }
+  return Status::ok();
+}
+
+Status Executor::backward(ValueId loss) {
+  GRIST_CHECK(loss != kNoValue && is_set_[static_cast<size_t>(loss)], "backward: the loss has not been computed");
+  const Tensor& l = values_[static_cast<size_t>(loss)];
+  GRIST_CHECK(is_float(l.dtype()), "backward: the loss '{}' is not a float tensor", graph_->value(loss).name);
+  Tensor& ones = loss_seed_;
+  ones.resize(l.dtype(), l.shape());
+  dispatch_float(l.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    std::fill_n(ones.data<T>(), ones.numel(), T(1));
+  });
+  const Tensor* seed = &ones;
+  return backward(std::span<const ValueId>(&loss, 1), std::span<const Tensor* const>(&seed, 1));
+}
+
+void Executor::plan_backward(std::span<const ValueId> outputs) {
+  const Graph& g = *graph_;
+  const size_t nv = g.values.size();
+  // A value needs a gradient when it is float, depends on a float input or initializer through
+  // differentiable edges, and some seeded output depends on it.
+  std::vector<uint8_t> from_source(nv, 0), to_output(nv, 0);
+  for (ValueId id : g.inputs) from_source[static_cast<size_t>(id)] = 1;
+  for (ValueId id : g.initializers) from_source[static_cast<size_t>(id)] = 1;
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    if (!ops_[n]->backward) continue;
+    bool any = false;
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != kNoValue && (ops_[n]->differentiable_inputs >> i & 1u) &&
+          from_source[static_cast<size_t>(node.inputs[i])])
+        any = true;
+    if (any)
+      for (ValueId out : node.outputs)
+        if (out != kNoValue) from_source[static_cast<size_t>(out)] = 1;
+  }
+  for (ValueId out : outputs) to_output[static_cast<size_t>(out)] = 1;
+  for (size_t n = g.nodes.size(); n-- > 0;) {
+    const Node& node = g.nodes[n];
+    if (!ops_[n]->backward) continue;
+    bool any = false;
+    for (ValueId out : node.outputs)
+      if (out != kNoValue && to_output[static_cast<size_t>(out)]) any = true;
+    if (!any) continue;
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (node.inputs[i] != kNoValue && (ops_[n]->differentiable_inputs >> i & 1u))
+        to_output[static_cast<size_t>(node.inputs[i])] = 1;
+  }
+  needs_grad_.assign(nv, 0);
+  for (size_t v = 0; v < nv; ++v) needs_grad_[v] = from_source[v] && to_output[v] && is_float(values_[v].dtype());
+  planned_outputs_.assign(outputs.begin(), outputs.end());
+}
+
+Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds) {
+  FlushDenormalsScope ftz(options_.flush_denormals);
+  const Graph& g = *graph_;
+  GRIST_CHECK(outputs.size() == seeds.size(), "backward: {} outputs but {} seeds", outputs.size(), seeds.size());
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    ValueId out = outputs[k];
+    GRIST_CHECK(out != kNoValue && is_set_[static_cast<size_t>(out)], "backward: an output has not been computed");
+    const Tensor& v = values_[static_cast<size_t>(out)];
+    GRIST_CHECK(is_float(v.dtype()), "backward: '{}' is not a float tensor", g.value(out).name);
+    GRIST_CHECK(seeds[k]->dtype() == v.dtype() && seeds[k]->shape() == v.shape(),
+                "backward: the seed for '{}' is {} {}, expected {} {}", g.value(out).name,
+                dtype_name(seeds[k]->dtype()), seeds[k]->shape().str(), dtype_name(v.dtype()), v.shape().str());
+  }
+  if (!std::equal(outputs.begin(), outputs.end(), planned_outputs_.begin(), planned_outputs_.end()))
+    plan_backward(outputs);
+
+  std::fill(has_grad_.begin(), has_grad_.end(), 0);
+  std::fill(grad_finite_.begin(), grad_finite_.end(), 1);
+  backward_event_ = {};
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    auto id = static_cast<size_t>(outputs[k]);
+    if (&grads_[id] != seeds[k]) grads_[id].copy_from(*seeds[k]);
+    has_grad_[id] = 1;
+    grad_finite_[id] = all_finite(grads_[id]);
+  }
+  for (size_t n = g.nodes.size(); n-- > 0;) {
+    Status st = run_node_backward(n);
+    if (!st) return st;
+  }
+  return Status::ok();
+}
+
+Status Executor::run_node_backward(size_t n) {
+  const Graph& g = *graph_;
+  const Node& node = g.nodes[n];
+  const OpDef* op = ops_[n];
+  if (!op->backward) return Status::ok();
+  auto& a = args_[n];
+  bool any_out = false, outs_finite = true;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    ValueId out = node.outputs[o];
+    bool has = out != kNoValue && has_grad_[static_cast<size_t>(out)];
+    a.grad_out[o] = has ? &grads_[static_cast<size_t>(out)] : nullptr;
+    a.out_const[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
+    any_out |= has;
+    if (has && !grad_finite_[static_cast<size_t>(out)]) outs_finite = false;
+  }
+  if (!any_out) return Status::ok();
+  bool any_in = false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    ValueId in = node.inputs[i];
+    a.in[i] = in == kNoValue ? nullptr : &values_[static_cast<size_t>(in)];
+    bool want = in != kNoValue && needs_grad_[static_cast<size_t>(in)] && (op->differentiable_inputs >> i & 1u);
+    if (!want) {
+      a.grad_in[i] = nullptr;
+      continue;
+    }
+    any_in = true;
+    // A value read only here gets its gradient written in place; otherwise through this edge's scratch.
+    bool sole_reader = g.value(in).consumers.size() == 1;
+    a.grad_in[i] = sole_reader ? &grads_[static_cast<size_t>(in)] : &a.edge_grad[i];
+  }
+  if (!any_in) return Status::ok();
+  BackwardContext ctx{node, a.in, a.out_const, a.grad_out, a.grad_in, states_[n]};
+  Status st = op->backward(ctx);
+  if (!st) return st;
+
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    Tensor* gi = a.grad_in[i];
+    if (!gi) continue;
+    auto vid = static_cast<size_t>(node.inputs[i]);
+    const Tensor& x = values_[vid];
+    GRIST_CHECK(gi->dtype() == x.dtype() && gi->shape() == x.shape(),
+                "internal: the gradient of node '{}' ({}) for input {} is {} {}, expected {} {}", node.name,
+                node.op_type, i, dtype_name(gi->dtype()), gi->shape().str(), dtype_name(x.dtype()), x.shape().str());
+    bool edge_finite = !options_.scan_nonfinite || all_finite(*gi);
+    if (!edge_finite && outs_finite && !backward_event_.found)
+      backward_event_ = make_nonfinite_event(g, static_cast<int32_t>(n), true, static_cast<int>(i),
+                                             g.value(node.inputs[i]).name, *gi, a.in);
+    if (gi != &grads_[vid]) {
+      Tensor& acc = grads_[vid];
+      if (!has_grad_[vid]) {
+        acc.copy_from(*gi);
+      } else {
+        dispatch_float(acc.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
+          Eigen::Map<Arr>(acc.data<T>(), acc.numel()) += Eigen::Map<const Arr>(gi->data<T>(), gi->numel());
+        });
+      }
+    }
+    has_grad_[vid] = 1;
+    grad_finite_[vid] = grad_finite_[vid] && edge_finite;
+  }
+  return Status::ok();
+}
+
+}  // namespace grist

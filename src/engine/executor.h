@@ -1,0 +1,108 @@
+// Executor: runs a Graph forward and in reverse mode, over tensors it owns and reuses every iteration,
+// and scans every node output (and every gradient) for the first NaN/Inf producer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/nonfinite.h"
+#include "graph/graph.h"
+#include "ops/op.h"
+#include "util/rng.h"
+#include "util/status.h"
+
+namespace grist {
+
+struct ExecutorOptions {
+  // Treat denormal inputs and results as zero (x86 FTZ+DAZ), as TensorFlow's CPU kernels do.
+  bool flush_denormals = false;
+  // Look for the first node producing a non-finite value in every pass.
+  bool scan_nonfinite = true;
+  uint64_t seed = 0;
+  // When set, overrides every Dropout node's training mode (false: identity; true: seeded mask).
+  std::optional<bool> dropout_training;
+};
+
+class Executor {
+ public:
+  // Resolves every node's op; fails listing every unsupported op (with node names) at once.
+  static Result<Executor> create(const Graph& graph, ExecutorOptions options = {});
+
+  const Graph& graph() const { return *graph_; }
+  ExecutorOptions& options() { return options_; }
+  Rng& rng() { return rng_; }
+
+  // Copies data into a graph input (or overrides an initializer). Checks dtype and declared rank/dims.
+  Status set_input(ValueId id, const Tensor& t);
+  Status set_input(const std::string& name, const Tensor& t);
+
+  // Runs every node in order. With scanning on, forward_event() names the first non-finite producer.
+  Status forward();
+  // Reverse mode from `loss` (seeded with ones, i.e. the gradient of its sum) to every float input and
+  // initializer it depends on. Needs a forward() first.
+  Status backward(ValueId loss);
+  // Reverse mode seeded with given gradients of several outputs (each seed shaped like its output).
+  Status backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds);
+
+  const Tensor& value(ValueId id) const { return values_[static_cast<size_t>(id)]; }
+  // Writable access to a stored tensor (weights for an optimizer); marks it for re-scanning.
+  Tensor& mutable_value(ValueId id);
+  // The gradient from the last backward(), or nullptr where none flowed.
+  const Tensor* grad(ValueId id) const;
+
+  const NonFiniteEvent& forward_event() const { return forward_event_; }
+  const NonFiniteEvent& backward_event() const { return backward_event_; }
+
+ private:
+  Executor() = default;
+  Status run_node_backward(size_t n);
+  void note_forward_nonfinite(size_t n);
+  void plan_backward(std::span<const ValueId> outputs);
+
+  const Graph* graph_ = nullptr;
+  ExecutorOptions options_;
+  Rng rng_;
+  std::vector<const OpDef*> ops_;
+  std::vector<Tensor> values_;
+  std::vector<uint8_t> finite_;      // per value: finite in this pass (scan on)
+  std::vector<uint8_t> dirty_;       // per value: input/initializer changed since its last scan
+  std::vector<uint8_t> is_set_;      // per value: holds data (inputs, initializers, produced)
+  std::vector<NodeState> states_;
+  // Per-node argument arrays, built once so the hot loop only fills pointers.
+  struct NodeArgs {
+    std::vector<const Tensor*> in;
+    std::vector<Tensor*> out;
+    std::vector<const Tensor*> out_const;
+    std::vector<const Tensor*> grad_out;
+    std::vector<Tensor*> grad_in;
+    std::vector<Tensor> edge_grad;  // per input: gradient scratch when the value has several consumers
+  };
+  std::vector<NodeArgs> args_;
+  // Backward plan for the last loss.
+  std::vector<ValueId> planned_outputs_;
+  std::vector<uint8_t> needs_grad_;  // per value
+  Tensor loss_seed_;                 // ones shaped like the loss
+  std::vector<Tensor> grads_;
+  std::vector<uint8_t> has_grad_;    // per value, this pass
+  std::vector<uint8_t> grad_finite_; // per value, this pass
+  NonFiniteEvent forward_event_;
+  NonFiniteEvent backward_event_;
+};
+
+// Sets x86 FTZ/DAZ for its lifetime when asked, restoring the previous mode after.
+class FlushDenormalsScope {
+ public:
+  explicit FlushDenormalsScope(bool enable);
+  ~FlushDenormalsScope();
+  FlushDenormalsScope(const FlushDenormalsScope&) = delete;
+  FlushDenormalsScope& operator=(const FlushDenormalsScope&) = delete;
+
+ private:
+  bool active_ = false;
+  unsigned saved_ = 0;
+};
+
+}  // namespace grist

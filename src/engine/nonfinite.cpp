@@ -1,0 +1,119 @@
+#include "engine/nonfinite.h"
+
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Core>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ops/kernel_util.h"
+
+namespace grist {
+
+namespace {
+
+template <class T>
+NonFiniteCounts count_typed(const T* p, int64_t n) {
+  NonFiniteCounts c;
+  for (int64_t i = 0; i < n; ++i) {
+    T v = p[i];
+    if (std::isfinite(v)) continue;
+    if (std::isnan(v)) {
+      ++c.nan;
+    } else if (v > 0) {
+      ++c.pos_inf;
+    } else {
+      ++c.neg_inf;
+    }
+    if (c.first_index < 0) c.first_index = i;
+  }
+  return c;
+}
+
+// Eigen's allFinite is explicitly vectorised (a plain loop reduction would not be without fast-math).
+template <class T>
+bool all_finite_typed(const T* p, int64_t n) {
+  return Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(p, n).allFinite();
+}
+
+}  // namespace
+
+NonFiniteCounts count_nonfinite(const Tensor& t) {
+  if (t.dtype() == DType::Float32) return count_typed(t.data<float>(), t.numel());
+  if (t.dtype() == DType::Float64) return count_typed(t.data<double>(), t.numel());
+  return {};
+}
+
+bool all_finite(const Tensor& t) {
+  if (t.dtype() == DType::Float32) return all_finite_typed(t.data<float>(), t.numel());
+  if (t.dtype() == DType::Float64) return all_finite_typed(t.data<double>(), t.numel());
+  return true;
+}
+
+NonFiniteEvent make_nonfinite_event(const Graph& g, int32_t n, bool in_backward, int slot,
+                                    const std::string& value_name, const Tensor& bad,
+                                    const std::vector<const Tensor*>& forward_inputs) {
+  const Node& node = g.nodes[static_cast<size_t>(n)];
+  NonFiniteEvent e;
+  e.found = true;
+  e.in_backward = in_backward;
+  e.node = n;
+  e.node_name = node.name;
+  e.op_type = node.op_type;
+  e.output_index = slot;
+  e.value_name = value_name;
+  e.shape = bad.shape();
+  e.dtype = bad.dtype();
+  e.counts = count_nonfinite(bad);
+  auto idx = unravel(e.counts.first_index, bad.shape());
+  e.first_index.assign(idx.begin(), idx.begin() + bad.rank());
+  e.first_value = bad.get_as_double(e.counts.first_index);
+
+  for (size_t i = 0; i < forward_inputs.size(); ++i) {
+    const Tensor* in = forward_inputs[i];
+    if (!in || !node.has_input(i)) continue;
+    OperandAt op;
+    op.name = g.value(node.inputs[i]).name;
+    op.shape = in->shape();
+    op.dtype = in->dtype();
+    // Locate the operand's element when it broadcasts to the offending tensor's shape (elementwise ops).
+    Shape joint;
+    if (in->numel() > 0 && broadcast_shapes(in->shape(), bad.shape(), joint) && joint == bad.shape()) {
+      auto st = broadcast_strides(in->shape(), bad.shape());
+      int64_t off = 0;
+      for (int d = 0; d < bad.rank(); ++d) off += idx[d] * st[d];
+      op.has_value = true;
+      op.value = in->get_as_double(off);
+    }
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (int64_t k = 0; k < in->numel(); ++k) {
+      double v = in->get_as_double(k);
+      if (std::isfinite(v)) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    }
+    op.min = lo;
+    op.max = hi;
+    e.inputs.push_back(op);
+  }
+  return e;
+}
+
+std::string NonFiniteEvent::describe() const {
+  if (!found) return "all values finite";
+  std::string s = fmt::format("{}{} '{}' produced {} at [{}] of '{}' {} ({} NaN, {} +Inf, {} -Inf)", op_type,
+                              in_backward ? " gradient" : "", node_name, first_value, fmt::join(first_index, ", "),
+                              value_name, shape.str(), counts.nan, counts.pos_inf, counts.neg_inf);
+  for (const auto& in : inputs) {
+    if (in.has_value) {
+      s += fmt::format("; input '{}' there = {}", in.name, in.value);
+    } else {
+      s += fmt::format("; input '{}' {} in [{}, {}]", in.name, in.shape.str(), in.min, in.max);
+    }
+  }
+  return s;
+}
+
+}  // namespace grist

@@ -1,0 +1,106 @@
+#include "graph/graph.h"
+
+#include <queue>
+
+#include "util/status.h"
+
+namespace grist {
+
+const Attribute* Node::attr(std::string_view key) const {
+  for (const auto& [k, a] : attributes)
+    if (k == key) return &a;
+  return nullptr;
+}
+
+int64_t Node::attr_int(std::string_view key, int64_t fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->i : fallback;
+}
+
+double Node::attr_float(std::string_view key, double fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->f : fallback;
+}
+
+std::string Node::attr_string(std::string_view key, std::string fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->s : fallback;
+}
+
+std::vector<int64_t> Node::attr_ints(std::string_view key, std::vector<int64_t> fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->ints : fallback;
+}
+
+std::vector<double> Node::attr_floats(std::string_view key, std::vector<double> fallback) const {
+  const Attribute* a = attr(key);
+  return a ? a->floats : fallback;
+}
+
+ValueId Graph::find_value(std::string_view name) const {
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? kNoValue : it->second;
+}
+
+ValueId Graph::add_value(Value v) {
+  ValueId id = static_cast<ValueId>(values.size());
+  by_name_[v.name] = id;
+  values.push_back(std::move(v));
+  return id;
+}
+
+void Graph::link() {
+  for (auto& v : values) {
+    v.consumers.clear();
+    if (v.kind == ValueKind::Intermediate) v.producer = -1;
+  }
+  for (int32_t n = 0; n < static_cast<int32_t>(nodes.size()); ++n) {
+    for (ValueId in : nodes[n].inputs)
+      if (in != kNoValue) value(in).consumers.push_back(n);
+    for (ValueId out : nodes[n].outputs)
+      if (out != kNoValue) value(out).producer = n;
+  }
+}
+
+Status Graph::sort_topologically() {
+  link();
+  const size_t n = nodes.size();
+  std::vector<int> missing(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    for (ValueId in : nodes[i].inputs) {
+      if (in == kNoValue) continue;
+      const Value& v = value(in);
+      if (v.kind == ValueKind::Intermediate && v.producer < 0)
+        return make_error("node '{}' ({}) reads '{}', which no node, input or initializer provides",
+                          nodes[i].name, nodes[i].op_type, v.name);
+      if (v.kind == ValueKind::Intermediate) ++missing[i];
+    }
+  // Kahn's algorithm, taking ready nodes in their original order so the result is stable.
+  std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
+  for (size_t i = 0; i < n; ++i)
+    if (missing[i] == 0) ready.push(i);
+  std::vector<size_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (ValueId out : nodes[i].outputs) {
+      if (out == kNoValue) continue;
+      for (int32_t c : value(out).consumers)
+        if (--missing[static_cast<size_t>(c)] == 0) ready.push(static_cast<size_t>(c));
+    }
+  }
+  if (order.size() != n) {
+    for (size_t i = 0; i < n; ++i)
+      if (missing[i] > 0) return make_error("node '{}' ({}) is on a cycle", nodes[i].name, nodes[i].op_type);
+  }
+  std::vector<Node> sorted;
+  sorted.reserve(n);
+  for (size_t i : order) sorted.push_back(std::move(nodes[i]));
+  nodes = std::move(sorted);
+  link();
+  return Status::ok();
+}
+
+}  // namespace grist

@@ -1,0 +1,98 @@
+// The model as grist sees it: values (tensors flowing between nodes) and nodes (op applications),
+// independent of ONNX's protobuf classes and of any engine.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "tensor/tensor.h"
+#include "util/status.h"
+
+namespace grist {
+
+using ValueId = int32_t;
+constexpr ValueId kNoValue = -1;  // an omitted optional input or output
+
+// One dimension of a declared shape: a fixed size, or a symbolic one ("batch") or unknown (-1, empty symbol).
+struct Dim {
+  int64_t size = -1;
+  std::string symbol;
+  bool known() const { return size >= 0; }
+};
+
+enum class ValueKind { Input, Initializer, Intermediate };
+
+struct Value {
+  std::string name;
+  DType dtype = DType::Undefined;      // Undefined where the model does not say
+  std::optional<std::vector<Dim>> shape;  // declared or inferred; nullopt = unknown rank
+  ValueKind kind = ValueKind::Intermediate;
+  int32_t producer = -1;               // node index, -1 for inputs and initializers
+  std::vector<int32_t> consumers;      // node indices, one entry per use
+  std::shared_ptr<const Tensor> initial;  // initializers: the stored tensor
+};
+
+struct Attribute {
+  enum class Type { Float, Int, String, Tensor, Floats, Ints, Strings, Graph, Other };
+  Type type = Type::Other;
+  double f = 0;
+  int64_t i = 0;
+  std::string s;
+  std::shared_ptr<const Tensor> t;
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+  std::vector<std::string> strings;
+};
+
+struct Node {
+  std::string name;     // never empty: the importer names anonymous nodes "<OpType>_<index>"
+  std::string op_type;
+  std::string domain;   // "" for the default ONNX domain
+  int opset = 0;        // the model's opset for this node's domain
+  std::vector<ValueId> inputs;   // kNoValue for omitted optionals
+  std::vector<ValueId> outputs;  // kNoValue for omitted optionals
+  std::vector<std::pair<std::string, Attribute>> attributes;
+
+  const Attribute* attr(std::string_view key) const;
+  bool has_attr(std::string_view key) const { return attr(key) != nullptr; }
+  int64_t attr_int(std::string_view key, int64_t fallback) const;
+  double attr_float(std::string_view key, double fallback) const;
+  std::string attr_string(std::string_view key, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view key, std::vector<int64_t> fallback = {}) const;
+  std::vector<double> attr_floats(std::string_view key, std::vector<double> fallback = {}) const;
+
+  // Input i is present (not omitted and not past the end).
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
+};
+
+class Graph {
+ public:
+  std::string name;
+  std::vector<Value> values;
+  std::vector<Node> nodes;          // kept in topological order by the importer
+  std::vector<ValueId> inputs;      // graph inputs that are not initializers
+  std::vector<ValueId> outputs;
+  std::vector<ValueId> initializers;
+  std::unordered_map<std::string, int64_t> opsets;  // domain -> version
+
+  ValueId find_value(std::string_view name) const;
+  ValueId add_value(Value v);  // also indexes the name
+  const Value& value(ValueId id) const { return values[static_cast<size_t>(id)]; }
+  Value& value(ValueId id) { return values[static_cast<size_t>(id)]; }
+
+  // Recomputes producer/consumer links from the nodes.
+  void link();
+  // Reorders nodes topologically (stable); fails naming a node on a cycle or an input nobody produces.
+  Status sort_topologically();
+
+ private:
+  std::unordered_map<std::string, ValueId> by_name_;
+};
+
+}  // namespace grist

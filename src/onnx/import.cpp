@@ -1,0 +1,203 @@
+#include "onnx/import.h"
+
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "onnx/tensor_proto.h"
+
+namespace grist {
+
+namespace {
+
+std::optional<std::vector<Dim>> shape_from_type(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  std::vector<Dim> dims;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    Dim dim;
+    if (d.has_dim_value()) dim.size = d.dim_value();
+    if (d.has_dim_param()) dim.symbol = d.dim_param();
+    dims.push_back(dim);
+  }
+  return dims;
+}
+
+DType dtype_from_type(const onnx::TypeProto& type) {
+  return type.has_tensor_type() ? static_cast<DType>(type.tensor_type().elem_type()) : DType::Undefined;
+}
+
+Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::string& where) {
+  Attribute r;
+  using AP = onnx::AttributeProto;
+  switch (a.type()) {
+    case AP::FLOAT: r.type = Attribute::Type::Float; r.f = a.f(); break;
+    case AP::INT: r.type = Attribute::Type::Int; r.i = a.i(); break;
+    case AP::STRING: r.type = Attribute::Type::String; r.s = a.s(); break;
+    case AP::TENSOR: {
+      r.type = Attribute::Type::Tensor;
+      auto t = tensor_from_proto(a.t());
+      if (!t) return make_error("{}, attribute '{}': {}", where, a.name(), t.message());
+      r.t = std::make_shared<const Tensor>(std::move(t).value());
+      break;
+    }
+    case AP::FLOATS: r.type = Attribute::Type::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case AP::INTS: r.type = Attribute::Type::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case AP::STRINGS: r.type = Attribute::Type::Strings; r.strings.assign(a.strings().begin(), a.strings().end()); break;
+    case AP::GRAPH: case AP::GRAPHS: r.type = Attribute::Type::Graph; break;
+    default: r.type = Attribute::Type::Other; break;
+  }
+  return r;
+}
+
+Result<Graph> convert_graph(const onnx::ModelProto& model, const std::string& source) {
+  const onnx::GraphProto& gp = model.graph();
+  Graph g;
+  g.name = gp.name();
+  for (const auto& op : model.opset_import()) g.opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
+
+  // Declared types and shapes of everything the model (or shape inference) describes.
+  std::unordered_map<std::string, const onnx::ValueInfoProto*> info;
+  for (const auto& v : gp.input()) info[v.name()] = &v;
+  for (const auto& v : gp.output()) info[v.name()] = &v;
+  for (const auto& v : gp.value_info()) info.try_emplace(v.name(), &v);
+  auto describe = [&](Value& v) {
+    auto it = info.find(v.name);
+    if (it == info.end() || !it->second->has_type()) return;
+    if (v.dtype == DType::Undefined) v.dtype = dtype_from_type(it->second->type());
+    if (!v.shape) v.shape = shape_from_type(it->second->type());
+  };
+
+  std::unordered_set<std::string> init_names;
+  for (const auto& tp : gp.initializer()) {
+    GRIST_CHECK(!tp.name().empty(), "{}: an initializer has no name", source);
+    GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
+    auto t = tensor_from_proto(tp);
+    if (!t) return make_error("{}: initializer {}", source, t.message());
+    Value v;
+    v.name = tp.name();
+    v.kind = ValueKind::Initializer;
+    v.dtype = t->dtype();
+    std::vector<Dim> dims;
+    for (int64_t d : t->shape()) dims.push_back(Dim{d, {}});
+    v.shape = dims;
+    v.initial = std::make_shared<const Tensor>(std::move(t).value());
+    g.initializers.push_back(g.add_value(std::move(v)));
+    init_names.insert(tp.name());
+  }
+  for (const auto& in : gp.input()) {
+    if (init_names.count(in.name())) continue;  // IR < 4 lists initializers as inputs too
+    GRIST_CHECK(g.find_value(in.name()) == kNoValue, "{}: graph input '{}' is declared twice", source, in.name());
+    Value v;
+    v.name = in.name();
+    v.kind = ValueKind::Input;
+    describe(v);
+    GRIST_CHECK(v.dtype == DType::Undefined || is_supported(v.dtype), "{}: input '{}' has element type {}, which grist cannot compute on",
+                source, v.name, dtype_name(v.dtype));
+    g.inputs.push_back(g.add_value(std::move(v)));
+  }
+
+  int index = 0;
+  std::unordered_set<std::string> node_names;
+  for (const auto& np : gp.node()) {
+    Node n;
+    n.op_type = np.op_type();
+    n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    n.name = np.name().empty() ? fmt::format("{}_{}", np.op_type(), index) : np.name();
+    if (!node_names.insert(n.name).second) n.name = fmt::format("{}_{}", n.name, index);
+    auto ver = g.opsets.find(n.domain);
+    n.opset = ver == g.opsets.end() ? 0 : static_cast<int>(ver->second);
+    const std::string where = fmt::format("{}: node '{}' ({})", source, n.name, n.op_type);
+    for (const auto& ap : np.attribute()) {
+      auto a = convert_attribute(ap, where);
+      if (!a) return a.error();
+      n.attributes.emplace_back(ap.name(), std::move(a).value());
+    }
+    for (const auto& name : np.input()) {
+      if (name.empty()) {
+        n.inputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId id = g.find_value(name);
+      if (id == kNoValue) {  // produced by a later node (unsorted model) or missing: resolved below
+        Value v;
+        v.name = name;
+        id = g.add_value(std::move(v));
+      }
+      n.inputs.push_back(id);
+    }
+    for (const auto& name : np.output()) {
+      if (name.empty()) {
+        n.outputs.push_back(kNoValue);
+        continue;
+      }
+      ValueId id = g.find_value(name);
+      if (id != kNoValue) {
+        const Value& existing = g.value(id);
+        GRIST_CHECK(existing.kind == ValueKind::Intermediate && existing.producer < 0,
+                    "{} writes '{}', which is already defined elsewhere", where, name);
+      } else {
+        Value v;
+        v.name = name;
+        id = g.add_value(std::move(v));
+      }
+      g.value(id).producer = index;  // provisional; link() recomputes
+      n.outputs.push_back(id);
+    }
+    g.nodes.push_back(std::move(n));
+    ++index;
+  }
+  for (auto& v : g.values)
+    if (v.kind == ValueKind::Intermediate) describe(v);
+  for (const auto& out : gp.output()) {
+    ValueId id = g.find_value(out.name());
+    GRIST_CHECK(id != kNoValue, "{}: graph output '{}' is not produced by any node", source, out.name());
+    g.outputs.push_back(id);
+  }
+  auto st = g.sort_topologically();
+  if (!st) return make_error("{}: {}", source, st.message());
+  return g;
+}
+
+}  // namespace
+
+Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source, ImportOptions options) {
+  onnx::ModelProto model;
+  GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
+  GRIST_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf data is malformed or truncated)", source);
+  GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
+  GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
+              source);
+  if (options.run_checker) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception& e) {
+      std::string msg = e.what();
+      while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+      for (auto& c : msg)
+        if (c == '\n') c = ' ';
+      return make_error("{}: the ONNX checker rejects the model: {}", source, msg);
+    }
+  }
+  if (options.infer_shapes) {
+    try {
+      onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception&) {
+      // Shapes are only hints for grist (kernels compute real shapes); carry on without them.
+    }
+  }
+  return convert_graph(model, source);
+}
+
+Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
+  std::ifstream f(path, std::ios::binary);
+  GRIST_CHECK(f.good(), "{}: cannot open file", path);
+  std::stringstream buf;
+  buf << f.rdbuf();
+  return import_onnx_bytes(buf.str(), path, options);
+}
+
+}  // namespace grist

@@ -1,0 +1,96 @@
+#include "onnx/tensor_proto.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+namespace grist {
+
+Result<int64_t> checked_nbytes(const std::vector<int64_t>& dims, DType dtype, const std::string& what) {
+  GRIST_CHECK(static_cast<int>(dims.size()) <= Shape::kMaxRank, "{}: rank {} exceeds the supported maximum of {}",
+              what, dims.size(), Shape::kMaxRank);
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    GRIST_CHECK(d >= 0, "{}: negative dimension {}", what, d);
+    if (d != 0 && n > kMaxTensorBytes / d) return make_error("{}: dimensions are too large to hold in memory", what);
+    n *= d;
+  }
+  int64_t bytes = n * static_cast<int64_t>(dtype_size(dtype));
+  GRIST_CHECK(bytes <= kMaxTensorBytes, "{}: {} bytes would exceed the {} GiB limit", what, bytes,
+              kMaxTensorBytes >> 30);
+  return bytes;
+}
+
+namespace {
+
+template <class T, class Field>
+Status copy_field(const Field& field, Tensor& t, const std::string& what) {
+  GRIST_CHECK(static_cast<int64_t>(field.size()) == t.numel(), "{}: holds {} values, its shape {} needs {}", what,
+              field.size(), t.shape().str(), t.numel());
+  T* d = t.data<T>();
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
+  const std::string what = p.name().empty() ? std::string("tensor") : "tensor '" + p.name() + "'";
+  auto dtype = static_cast<DType>(p.data_type());
+  GRIST_CHECK(is_supported(dtype), "{}: element type {} is not supported", what, dtype_name(dtype));
+  GRIST_CHECK(p.data_location() != onnx::TensorProto::EXTERNAL,
+              "{}: data stored in an external file is not supported", what);
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  auto bytes = checked_nbytes(dims, dtype, what);
+  if (!bytes) return bytes.error();
+  Tensor t(dtype, Shape(dims));
+  if (p.has_raw_data()) {
+    GRIST_CHECK(static_cast<int64_t>(p.raw_data().size()) == *bytes, "{}: raw data has {} bytes, its shape {} needs {}",
+                what, p.raw_data().size(), t.shape().str(), *bytes);
+    if (*bytes) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(*bytes));  // ONNX raw data is little-endian
+    return t;
+  }
+  Status st;
+  switch (dtype) {
+    case DType::Float32: st = copy_field<float>(p.float_data(), t, what); break;
+    case DType::Float64: st = copy_field<double>(p.double_data(), t, what); break;
+    case DType::Int64: st = copy_field<int64_t>(p.int64_data(), t, what); break;
+    case DType::UInt32: st = copy_field<uint32_t>(p.uint64_data(), t, what); break;
+    case DType::UInt64: st = copy_field<uint64_t>(p.uint64_data(), t, what); break;
+    case DType::Int32: st = copy_field<int32_t>(p.int32_data(), t, what); break;
+    case DType::Int16: st = copy_field<int16_t>(p.int32_data(), t, what); break;
+    case DType::Int8: st = copy_field<int8_t>(p.int32_data(), t, what); break;
+    case DType::UInt16: st = copy_field<uint16_t>(p.int32_data(), t, what); break;
+    case DType::UInt8: st = copy_field<uint8_t>(p.int32_data(), t, what); break;
+    case DType::Bool: st = copy_field<bool>(p.int32_data(), t, what); break;
+    default: return make_error("{}: element type {} is not supported", what, dtype_name(dtype));
+  }
+  if (!st) return st.error();
+  return t;
+}
+
+void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto& p) {
+  p.Clear();
+  p.set_name(name);
+  p.set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.shape()) p.add_dims(d);
+  p.set_raw_data(reinterpret_cast<const char*>(t.raw()), t.nbytes());
+}
+
+Result<Tensor> read_tensor_pb(const std::string& path, std::string* name) {
+  std::ifstream f(path, std::ios::binary);
+  GRIST_CHECK(f.good(), "{}: cannot open file", path);
+  std::stringstream buf;
+  buf << f.rdbuf();
+  std::string bytes = buf.str();
+  onnx::TensorProto p;
+  GRIST_CHECK(p.ParseFromString(bytes), "{}: not a serialized ONNX TensorProto", path);
+  auto t = tensor_from_proto(p);
+  if (!t) return make_error("{}: {}", path, t.message());
+  if (name) *name = p.name();
+  return t;
+}
+
+}  // namespace grist

@@ -1,0 +1,74 @@
+// Shared machinery for kernels: numpy broadcasting, reducing a broadcast gradient back to an operand's
+// shape, and checks that turn malformed nodes into errors naming the node.
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+
+#include "ops/op.h"
+#include "tensor/shape.h"
+#include "tensor/tensor.h"
+#include "util/status.h"
+
+namespace grist {
+
+// numpy-style multidirectional broadcast of a and b into out; false when incompatible.
+bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
+
+// Strides of `in` viewed at the rank of `out` (right-aligned), 0 on broadcast dimensions.
+std::array<int64_t, Shape::kMaxRank> broadcast_strides(const Shape& in, const Shape& out);
+
+// Calls f(out_index, in_index[0..N)) for every element of `out`, where operand k has `strides[k]`
+// from broadcast_strides. The innermost dimension runs as a plain loop.
+template <int N, class F>
+void broadcast_loop(const Shape& out, const std::array<std::array<int64_t, Shape::kMaxRank>, N>& strides, F&& f) {
+  const int rank = out.rank();
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  if (rank == 0) {
+    std::array<int64_t, N> idx{};
+    f(int64_t{0}, idx);
+    return;
+  }
+  const int64_t inner = out[rank - 1];
+  std::array<int64_t, N> inner_stride;
+  for (int k = 0; k < N; ++k) inner_stride[k] = strides[k][rank - 1];
+  std::array<int64_t, Shape::kMaxRank> counter{};
+  std::array<int64_t, N> base{};
+  for (int64_t o = 0; o < total; o += inner) {
+    std::array<int64_t, N> idx = base;
+    for (int64_t j = 0; j < inner; ++j) {
+      f(o + j, idx);
+      for (int k = 0; k < N; ++k) idx[k] += inner_stride[k];
+    }
+    // Advance the outer counter (dims 0..rank-2) like an odometer.
+    for (int d = rank - 2; d >= 0; --d) {
+      ++counter[d];
+      for (int k = 0; k < N; ++k) base[k] += strides[k][d];
+      if (counter[d] < out[d]) break;
+      for (int k = 0; k < N; ++k) base[k] -= strides[k][d] * out[d];
+      counter[d] = 0;
+    }
+  }
+}
+
+// Sums `grad` (shaped like a broadcast result) down to `target`, the shape of the operand that was
+// broadcast. Same dtype as grad. Used by every broadcasting op's backward.
+void sum_to_shape(const Tensor& grad, const Shape& target, Tensor& out);
+
+// Multi-index of flat offset i in shape s (for reports and gather-like kernels).
+std::array<int64_t, Shape::kMaxRank> unravel(int64_t i, const Shape& s);
+
+// Fails naming the node unless input i is present.
+inline Status require_input(const ForwardContext& c, size_t i) {
+  if (c.input(i) == nullptr)
+    return make_error("node '{}' ({}): required input {} is missing", c.node.name, c.node.op_type, i);
+  return Status::ok();
+}
+
+inline Error node_error(const Node& n, std::string_view what) {
+  return make_error("node '{}' ({}): {}", n.name, n.op_type, what);
+}
+
+}  // namespace grist

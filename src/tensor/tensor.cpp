@@ -1,0 +1,147 @@
+#include "tensor/tensor.h"
+
+#include <cstdlib>
+#include <new>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace grist {
+
+std::size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::Float32: return 4;
+    case DType::Float64: return 8;
+    case DType::UInt8: return 1;
+    case DType::Int8: return 1;
+    case DType::UInt16: return 2;
+    case DType::Int16: return 2;
+    case DType::Int32: return 4;
+    case DType::Int64: return 8;
+    case DType::Bool: return 1;
+    case DType::Float16: return 2;
+    case DType::UInt32: return 4;
+    case DType::UInt64: return 8;
+    default: return 0;
+  }
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::Float32: return "float32";
+    case DType::Float64: return "float64";
+    case DType::UInt8: return "uint8";
+    case DType::Int8: return "int8";
+    case DType::UInt16: return "uint16";
+    case DType::Int16: return "int16";
+    case DType::Int32: return "int32";
+    case DType::Int64: return "int64";
+    case DType::String: return "string";
+    case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
+    default: return "undefined";
+  }
+}
+
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+
+bool is_integer(DType t) {
+  switch (t) {
+    case DType::UInt8: case DType::Int8: case DType::UInt16: case DType::Int16:
+    case DType::Int32: case DType::Int64: case DType::UInt32: case DType::UInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_supported(DType t) { return is_float(t) || is_integer(t) || t == DType::Bool; }
+
+std::string Shape::str() const { return fmt::format("[{}]", fmt::join(dims(), ", ")); }
+
+void Tensor::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
+
+void Tensor::resize(DType dtype, const Shape& shape) {
+  dtype_ = dtype;
+  shape_ = shape;
+  std::size_t need = nbytes();
+  if (need > capacity_) {
+    std::size_t rounded = (need + 63) / 64 * 64;
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw std::bad_alloc();
+    data_.reset(static_cast<std::byte*>(p));
+    capacity_ = rounded;
+  }
+}
+
+Tensor& Tensor::operator=(const Tensor& o) {
+  if (this == &o) return *this;
+  resize(o.dtype_, o.shape_);
+  if (nbytes()) std::memcpy(data_.get(), o.data_.get(), nbytes());
+  return *this;
+}
+
+double Tensor::get_as_double(int64_t i) const {
+  double r = 0;
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    r = static_cast<double>(data<T>()[i]);
+  });
+  return r;
+}
+
+int64_t Tensor::get_as_int(int64_t i) const {
+  int64_t r = 0;
+  dispatch_all(dtype_, [&](auto tag) {
+    using T = decltype(tag);
+    r = static_cast<int64_t>(data<T>()[i]);
+  });
+  return r;
+}
+
+std::vector<int64_t> Tensor::to_int_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) v[static_cast<size_t>(i)] = get_as_int(i);
+  return v;
+}
+
+namespace {
+template <class To, class From>
+To convert(From v) {
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != From{};
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    // Out-of-range float→int is undefined in C++; saturate NaN to 0 and clamp like most runtimes.
+    if (v != v) return To{};
+    long double lv = static_cast<long double>(v);
+    if (lv <= static_cast<long double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (lv >= static_cast<long double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  } else {
+    return static_cast<To>(v);
+  }
+}
+}  // namespace
+
+void cast_tensor(const Tensor& src, DType to, Tensor& dst) {
+  if (&src == &dst) {
+    Tensor tmp = src;
+    cast_tensor(tmp, to, dst);
+    return;
+  }
+  dst.resize(to, src.shape());
+  const int64_t n = src.numel();
+  dispatch_all(src.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    const From* s = src.data<From>();
+    dispatch_all(to, [&](auto to_tag) {
+      using To = decltype(to_tag);
+      To* d = dst.data<To>();
+      for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(s[i]);
+    });
+  });
+}
+
+}  // namespace grist

@@ -1,0 +1,36 @@
+// The one seeded random generator every random draw in a run goes through, so a seed replays a run.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+
+namespace grist {
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed = 0) : engine_(seed) {}
+  void reseed(uint64_t seed) { engine_.seed(seed); }
+
+  // Uniform in [lo, hi).
+  double uniform(double lo = 0.0, double hi = 1.0) {
+    // 53 random bits → [0,1); written out so the stream is the same on every standard library.
+    double u = static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+    return lo + (hi - lo) * u;
+  }
+  // Normal via Box–Muller (portable, unlike std::normal_distribution).
+  double normal(double mean = 0.0, double stddev = 1.0) {
+    double u1 = uniform();
+    double u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return mean + stddev * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  // Uniform integer in [0, n).
+  uint64_t below(uint64_t n) { return n == 0 ? 0 : engine_() % n; }
+  uint64_t next() { return engine_(); }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+}  // namespace grist

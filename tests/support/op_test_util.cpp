@@ -1,0 +1,218 @@
+#include "support/op_test_util.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "ops/registry.h"
+
+namespace grist::testing {
+
+Attribute attr_int(int64_t v) {
+  Attribute a;
+  a.type = Attribute::Type::Int;
+  a.i = v;
+  return a;
+}
+Attribute attr_float(double v) {
+  Attribute a;
+  a.type = Attribute::Type::Float;
+  a.f = v;
+  return a;
+}
+Attribute attr_string(std::string v) {
+  Attribute a;
+  a.type = Attribute::Type::String;
+  a.s = std::move(v);
+  return a;
+}
+Attribute attr_ints(std::vector<int64_t> v) {
+  Attribute a;
+  a.type = Attribute::Type::Ints;
+  a.ints = std::move(v);
+  return a;
+}
+Attribute attr_floats(std::vector<double> v) {
+  Attribute a;
+  a.type = Attribute::Type::Floats;
+  a.floats = std::move(v);
+  return a;
+}
+Attribute attr_tensor(Tensor t) {
+  Attribute a;
+  a.type = Attribute::Type::Tensor;
+  a.t = std::make_shared<const Tensor>(std::move(t));
+  return a;
+}
+
+Graph make_single_node_graph(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
+  Graph g;
+  g.opsets[""] = spec.opset;
+  Node n;
+  n.op_type = spec.op_type;
+  n.name = spec.op_type + "_0";
+  n.opset = spec.opset;
+  n.attributes = spec.attributes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) {
+      n.inputs.push_back(kNoValue);
+      continue;
+    }
+    Value v;
+    v.name = fmt::format("in{}", i);
+    v.dtype = inputs[i].dtype();
+    bool constant = std::find(spec.constant_inputs.begin(), spec.constant_inputs.end(), static_cast<int>(i)) !=
+                    spec.constant_inputs.end();
+    v.kind = constant ? ValueKind::Initializer : ValueKind::Input;
+    if (constant) v.initial = std::make_shared<const Tensor>(inputs[i]);
+    ValueId id = g.add_value(std::move(v));
+    (constant ? g.initializers : g.inputs).push_back(id);
+    n.inputs.push_back(id);
+  }
+  for (int o = 0; o < spec.num_outputs; ++o) {
+    Value v;
+    v.name = fmt::format("out{}", o);
+    ValueId id = g.add_value(std::move(v));
+    n.outputs.push_back(id);
+    g.outputs.push_back(id);
+  }
+  g.nodes.push_back(std::move(n));
+  EXPECT_TRUE(g.sort_topologically().is_ok());
+  return g;
+}
+
+namespace {
+Status feed(Executor& ex, const Graph& g, const std::vector<Tensor>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined()) continue;
+    ValueId id = g.find_value(fmt::format("in{}", i));
+    if (g.value(id).kind == ValueKind::Input) GRIST_TRY(ex.set_input(id, inputs[i]));
+  }
+  return Status::ok();
+}
+}  // namespace
+
+Result<std::vector<Tensor>> try_run_node(const NodeSpec& spec, const std::vector<Tensor>& inputs,
+                                         ExecutorOptions opts) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g, opts);
+  if (!ex) return ex.error();
+  GRIST_TRY(feed(*ex, g, inputs));
+  GRIST_TRY(ex->forward());
+  std::vector<Tensor> outs;
+  for (ValueId id : g.outputs) outs.push_back(ex->value(id));
+  return outs;
+}
+
+std::vector<Tensor> run_node(const NodeSpec& spec, const std::vector<Tensor>& inputs, ExecutorOptions opts) {
+  auto r = try_run_node(spec, inputs, opts);
+  if (!r) {
+    ADD_FAILURE() << spec.op_type << ": " << r.message();
+    return {};
+  }
+  return std::move(r).value();
+}
+
+Tensor random_tensor(Rng& rng, const Shape& shape, double lo, double hi, DType dtype) {
+  Tensor t(dtype, shape);
+  dispatch_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<T>()[i] = static_cast<T>(rng.uniform(lo, hi));
+  });
+  return t;
+}
+
+namespace {
+// L = Σ_k Σ r_k ⊙ y_k for the current inputs.
+double weighted_sum(Executor& ex, const Graph& g, const std::vector<Tensor>& weights) {
+  double s = 0;
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const Tensor& y = ex.value(g.outputs[k]);
+    if (!is_float(y.dtype())) continue;
+    for (int64_t i = 0; i < y.numel(); ++i) s += weights[k].get_as_double(i) * y.get_as_double(i);
+  }
+  return s;
+}
+}  // namespace
+
+void expect_gradient_matches(const NodeSpec& spec, const std::vector<Tensor>& inputs, GradCheckOptions opts) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto exr = Executor::create(g);
+  ASSERT_TRUE(exr.is_ok()) << exr.message();
+  Executor& ex = *exr;
+  ASSERT_TRUE(feed(ex, g, inputs).is_ok());
+  auto st = ex.forward();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+
+  Rng rng(opts.seed);
+  std::vector<Tensor> weights;
+  std::vector<ValueId> float_outs;
+  std::vector<const Tensor*> seeds;
+  for (ValueId id : g.outputs) {
+    const Tensor& y = ex.value(id);
+    weights.push_back(is_float(y.dtype()) ? random_tensor(rng, y.shape(), -1, 1, y.dtype()) : Tensor());
+  }
+  for (size_t k = 0; k < g.outputs.size(); ++k)
+    if (weights[k].defined()) {
+      float_outs.push_back(g.outputs[k]);
+      seeds.push_back(&weights[k]);
+    }
+  ASSERT_FALSE(float_outs.empty()) << spec.op_type << " has no float output";
+  st = ex.backward(float_outs, seeds);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+
+  std::vector<int> wrt = opts.wrt;
+  if (wrt.empty())
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].defined() && is_float(inputs[i].dtype())) wrt.push_back(static_cast<int>(i));
+
+  for (int i : wrt) {
+    ValueId id = g.find_value(fmt::format("in{}", i));
+    ASSERT_NE(id, kNoValue);
+    const Tensor* analytic = ex.grad(id);
+    ASSERT_NE(analytic, nullptr) << spec.op_type << ": no gradient reached input " << i;
+    Tensor x = inputs[static_cast<size_t>(i)];
+    int failures = 0;
+    for (int64_t e = 0; e < x.numel() && failures < 5; ++e) {
+      double orig = x.get_as_double(e);
+      auto set = [&](double v) {
+        dispatch_float(x.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          x.data<T>()[e] = static_cast<T>(v);
+        });
+        ASSERT_TRUE(ex.set_input(id, x).is_ok());
+        ASSERT_TRUE(ex.forward().is_ok());
+      };
+      set(orig + opts.step);
+      double up = weighted_sum(ex, g, weights);
+      set(orig - opts.step);
+      double down = weighted_sum(ex, g, weights);
+      set(orig);
+      double numeric = (up - down) / (2 * opts.step);
+      double got = analytic->get_as_double(e);
+      if (!(std::fabs(numeric - got) <= opts.abs_tol + opts.rel_tol * std::fabs(numeric))) {
+        ++failures;
+        ADD_FAILURE() << spec.op_type << ": d/d input " << i << " at flat index " << e << ": analytic " << got
+                      << ", finite difference " << numeric;
+      }
+    }
+  }
+}
+
+::testing::AssertionResult tensors_close(const Tensor& expected, const Tensor& actual, double rtol, double atol) {
+  if (expected.dtype() != actual.dtype())
+    return ::testing::AssertionFailure() << "dtype " << dtype_name(actual.dtype()) << ", expected "
+                                         << dtype_name(expected.dtype());
+  if (expected.shape() != actual.shape())
+    return ::testing::AssertionFailure() << "shape " << actual.shape().str() << ", expected " << expected.shape().str();
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    double e = expected.get_as_double(i), a = actual.get_as_double(i);
+    if (std::isnan(e) && std::isnan(a)) continue;
+    if (e == a) continue;  // includes equal infinities
+    if (!(std::fabs(a - e) <= atol + rtol * std::fabs(e)))
+      return ::testing::AssertionFailure() << "element " << i << ": " << a << ", expected " << e;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace grist::testing

@@ -1,0 +1,62 @@
+// Test helpers: run one op on given tensors, and compare its gradient with central finite differences.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "engine/executor.h"
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+#include "util/rng.h"
+
+namespace grist::testing {
+
+// Attribute builders for single-node graphs.
+Attribute attr_int(int64_t v);
+Attribute attr_float(double v);
+Attribute attr_string(std::string v);
+Attribute attr_ints(std::vector<int64_t> v);
+Attribute attr_floats(std::vector<double> v);
+Attribute attr_tensor(Tensor t);
+
+struct NodeSpec {
+  std::string op_type;
+  std::vector<std::pair<std::string, Attribute>> attributes;
+  int num_outputs = 1;
+  int opset = 17;
+  // Inputs given as constants (initializers) rather than graph inputs, by index; e.g. shape operands.
+  std::vector<int> constant_inputs;
+};
+
+// A graph holding one node whose inputs are `inputs` (an undefined Tensor = omitted optional input).
+Graph make_single_node_graph(const NodeSpec& spec, const std::vector<Tensor>& inputs);
+
+// Runs the node forward; fails the test (and returns {}) on error.
+std::vector<Tensor> run_node(const NodeSpec& spec, const std::vector<Tensor>& inputs, ExecutorOptions opts = {});
+// Same, but returns the status so error paths can be tested.
+Result<std::vector<Tensor>> try_run_node(const NodeSpec& spec, const std::vector<Tensor>& inputs,
+                                         ExecutorOptions opts = {});
+
+// Random float64 tensor with values uniform in [lo, hi).
+Tensor random_tensor(Rng& rng, const Shape& shape, double lo = -1.0, double hi = 1.0, DType dtype = DType::Float64);
+
+struct GradCheckOptions {
+  double step = 1e-6;       // central difference step
+  double rel_tol = 1e-5;
+  double abs_tol = 1e-7;
+  std::vector<int> wrt;     // inputs to check; empty = every float input
+  uint64_t seed = 7;
+};
+
+// Checks the analytic gradient of L = Σ_k Σ r_k ⊙ y_k (r_k random, fixed) against central differences,
+// for float64 inputs. Adds a gtest failure naming op, input and element on mismatch.
+void expect_gradient_matches(const NodeSpec& spec, const std::vector<Tensor>& inputs, GradCheckOptions opts = {});
+
+// Elementwise comparison with numpy.allclose semantics (NaNs equal each other).
+::testing::AssertionResult tensors_close(const Tensor& expected, const Tensor& actual, double rtol = 1e-5,
+                                         double atol = 1e-7);
+
+}  // namespace grist::testing
