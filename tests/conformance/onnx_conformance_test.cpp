@@ -1,6 +1,6 @@
 // Runs the ONNX project's own per-operator conformance tests (Debian's libonnx-testdata) for every test
 // whose ops grist supports, comparing with the tolerances of ONNX's backend test runner (rtol 1e-3,
-// atol 1e-7). Tests listed in expected_failures.txt must fail (each with its reason written there); one
+// atol 1e-7). Tests listed in expected_failures_*.txt must fail (each with its reason written there); one
 // that starts passing fails the run so the list stays true.
 #include <filesystem>
 #include <fstream>
@@ -24,15 +24,20 @@ namespace {
 const fs::path kNodeDir = fs::path(GRIST_ONNX_TESTDATA) / "node";
 
 std::map<std::string, std::string> load_expected_failures() {
+  // One list per op family: tests/conformance/expected_failures_<family>.txt.
   std::map<std::string, std::string> r;
-  std::ifstream f(fs::path(GRIST_SOURCE_DIR) / "tests/conformance/expected_failures.txt");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    auto sp = line.find_first_of(" \t");
-    std::string name = line.substr(0, sp);
-    std::string reason = sp == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", sp));
-    r[name] = reason;
+  for (const auto& e : fs::directory_iterator(fs::path(GRIST_SOURCE_DIR) / "tests/conformance")) {
+    const std::string fname = e.path().filename().string();
+    if (fname.rfind("expected_failures", 0) != 0 || e.path().extension() != ".txt") continue;
+    std::ifstream f(e.path());
+    std::string line;
+    while (std::getline(f, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      auto sp = line.find_first_of(" \t");
+      std::string name = line.substr(0, sp);
+      std::string reason = sp == std::string::npos ? "" : line.substr(line.find_first_not_of(" \t", sp));
+      r[name] = reason;
+    }
   }
   return r;
 }
