@@ -1,1 +1,42 @@
-int main() { return 0; }
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+
+namespace grist::cli {
+int fail(const std::string& message) {
+  std::fprintf(stderr, "grist: error: %s\n", message.c_str());
+  return kExitError;
+}
+}  // namespace grist::cli
+
+int main(int argc, char** argv) {
+  using namespace grist::cli;
+  CLI::App app{
+      "grist finds inputs that make a deep-learning model (ONNX) produce NaN or Inf, names the operation that\n"
+      "produced the first bad value, and shows how to fix it.\n\n"
+      "Exit status: 0 nothing non-finite, 1 a NaN/Inf was found, 2 error."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "grist 0.1.0");
+  Action action;
+  add_run_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints CLI11's message
+    return kExitError;
+  }
+  try {
+    return action ? action() : kExitError;
+  } catch (const std::bad_alloc&) {
+    return fail("out of memory");
+  } catch (const std::exception& e) {
+    return fail(std::string("internal error: ") + e.what());
+  }
+}

@@ -1,0 +1,184 @@
+// `grist run MODEL.onnx`: evaluate a model once on given or random data, summarise its outputs and name
+// the first node that produced a NaN or Inf (forward, and backward when asked).
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "cli/commands.h"
+#include "data/load.h"
+#include "data/random_input.h"
+#include "engine/executor.h"
+#include "onnx/import.h"
+#include "report/run_report.h"
+
+namespace grist::cli {
+
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;  // NAME=FILE or FILE
+  std::vector<double> range{0.0, 1.0};
+  std::vector<int64_t> int_range{0, 10};
+  std::vector<std::string> dims;    // NAME=SIZE
+  int64_t batch = 1;
+  uint64_t seed = 0;
+  bool ftz = false;
+  std::string backward_from;
+  bool json = false;
+  std::string dropout = "model";
+};
+
+Status parse_dims(const RunOptions& o, RandomInputSpec& spec) {
+  spec.default_dim = o.batch;
+  for (const auto& d : o.dims) {
+    auto eq = d.find('=');
+    GRIST_CHECK(eq != std::string::npos && eq > 0, "--dim expects NAME=SIZE, got '{}'", d);
+    try {
+      size_t used = 0;
+      long long v = std::stoll(d.substr(eq + 1), &used);
+      GRIST_CHECK(used == d.size() - eq - 1 && v >= 0, "--dim {}: the size must be a non-negative integer", d);
+      spec.dims[d.substr(0, eq)] = v;
+    } catch (const std::exception&) {
+      return make_error("--dim {}: the size must be a non-negative integer", d);
+    }
+  }
+  return Status::ok();
+}
+
+// Loads every --input into a name -> tensor map.
+Result<std::map<std::string, Tensor>> load_inputs(const RunOptions& o, const Graph& g) {
+  std::map<std::string, Tensor> given;
+  for (const auto& arg : o.inputs) {
+    auto eq = arg.find('=');
+    std::string name = eq == std::string::npos ? "" : arg.substr(0, eq);
+    std::string path = eq == std::string::npos ? arg : arg.substr(eq + 1);
+    auto loaded = load_tensors(path);
+    if (!loaded) return loaded.error();
+    if (name.empty()) {
+      // A file of named tensors (.npz, .pb): each goes to the input of its name.
+      for (auto& [n, t] : *loaded) {
+        GRIST_CHECK(g.find_value(n) != kNoValue, "{}: holds '{}', but the model has no input of that name", path, n);
+        given[n] = std::move(t);
+      }
+      continue;
+    }
+    GRIST_CHECK(g.find_value(name) != kNoValue, "--input {}: the model has no input named '{}'", arg, name);
+    if (loaded->size() == 1) {
+      given[name] = std::move(loaded->front().second);
+      continue;
+    }
+    bool found = false;
+    for (auto& [n, t] : *loaded)
+      if (n == name) {
+        given[name] = std::move(t);
+        found = true;
+      }
+    GRIST_CHECK(found, "{}: holds {} tensors and none is named '{}'", path, loaded->size(), name);
+  }
+  return given;
+}
+
+int run(const RunOptions& o) {
+  auto graph = import_onnx_file(o.model);
+  if (!graph) return fail(graph.message());
+  const Graph& g = *graph;
+
+  ExecutorOptions eo;
+  eo.flush_denormals = o.ftz;
+  eo.seed = o.seed;
+  if (o.dropout == "off") eo.dropout_training = false;
+  if (o.dropout == "on") eo.dropout_training = true;
+  auto ex = Executor::create(g, eo);
+  if (!ex) return fail(fmt::format("{}: {}", o.model, ex.message()));
+
+  RandomInputSpec spec;
+  if (o.range.size() != 2 || !(o.range[0] < o.range[1])) return fail("--range expects LO,HI with LO < HI");
+  if (o.int_range.size() != 2 || !(o.int_range[0] < o.int_range[1]))
+    return fail("--int-range expects LO,HI with LO < HI");
+  spec.lo = o.range[0];
+  spec.hi = o.range[1];
+  spec.int_lo = o.int_range[0];
+  spec.int_hi = o.int_range[1];
+  if (auto st = parse_dims(o, spec); !st) return fail(st.message());
+  auto given = load_inputs(o, g);
+  if (!given) return fail(given.message());
+
+  RunReport report;
+  report.model = o.model;
+  Rng data_rng(o.seed);
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    auto it = given->find(v.name);
+    Tensor t;
+    if (it != given->end()) {
+      t = std::move(it->second);
+      given->erase(it);
+    } else {
+      auto r = random_input(v, spec, data_rng);
+      if (!r) return fail(r.message());
+      t = std::move(r).value();
+    }
+    if (auto st = ex->set_input(id, t); !st) return fail(st.message());
+    report.inputs.push_back(summarize(v.name, t));
+  }
+  for (const auto& [name, t] : *given) {  // initializers overridden by data files
+    if (auto st = ex->set_input(name, t); !st) return fail(st.message());
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  if (auto st = ex->forward(); !st) return fail(st.message());
+  auto t1 = std::chrono::steady_clock::now();
+  report.forward_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  for (ValueId id : g.outputs) report.outputs.push_back(summarize(g.value(id).name, ex->value(id)));
+  report.forward = ex->forward_event();
+
+  if (!o.backward_from.empty()) {
+    ValueId loss = g.find_value(o.backward_from);
+    if (loss == kNoValue) return fail(fmt::format("--backward: the model has no value named '{}'", o.backward_from));
+    if (auto st = ex->backward(loss); !st) return fail(st.message());
+    report.ran_backward = true;
+    report.backward_from = o.backward_from;
+    report.backward = ex->backward_event();
+    report.backward_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  }
+
+  if (o.json) {
+    std::printf("%s\n", to_json(report).dump(2).c_str());
+  } else {
+    std::printf("%s", to_text(report).c_str());
+  }
+  bool bad = report.forward.found || report.backward.found;
+  for (const auto& s : report.outputs) bad |= !s.counts.all_finite();
+  return bad ? kExitNonFinite : kExitClean;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Evaluate a model once on given data (or random data in a range), print a summary of its outputs and\n"
+      "name the first node that produced a NaN or Inf. Exit 1 when a non-finite value appears.");
+  cmd->add_option("model", o->model, "the ONNX model file")->required();
+  cmd->add_option("--input,-i", o->inputs,
+                  "data for an input: NAME=FILE, or FILE alone for a file of named tensors (.npy, .npz, .pb, IDX)");
+  cmd->add_option("--range", o->range, "range of random float inputs, LO,HI")->delimiter(',')->capture_default_str();
+  cmd->add_option("--int-range", o->int_range, "range of random integer inputs, LO,HI (HI excluded)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--dim", o->dims, "size of a symbolic dimension, NAME=SIZE (e.g. batch=64)");
+  cmd->add_option("--batch", o->batch, "size of every symbolic dimension not given with --dim")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "seed for random data and random ops")->capture_default_str();
+  cmd->add_flag("--ftz", o->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
+  cmd->add_option("--backward", o->backward_from,
+                  "also back-propagate from this output (the gradient of its sum) and scan the gradients");
+  cmd->add_option("--dropout", o->dropout, "dropout: as the model says (model), off, or on (seeded mask)")
+      ->check(CLI::IsMember({"model", "off", "on"}))
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "print the report as JSON");
+  cmd->callback([o, &action] { action = [o] { return run(*o); }; });
+}
+
+}  // namespace grist::cli

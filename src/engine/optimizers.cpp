@@ -1,0 +1,179 @@
+#include "engine/optimizers.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace grist {
+
+OptimizerConfig OptimizerConfig::defaults(OptimizerKind kind, Framework flavor) {
+  OptimizerConfig c;
+  c.kind = kind;
+  c.flavor = flavor;
+  const bool tf = flavor == Framework::TensorFlow;
+  switch (kind) {
+    case OptimizerKind::SGD:
+      c.lr = 0.01;
+      break;
+    case OptimizerKind::Adam:
+      c.lr = 0.001;
+      c.epsilon = 1e-8;
+      break;
+    case OptimizerKind::Adagrad:
+      c.lr = 0.01;
+      c.initial_accumulator = tf ? 0.1 : 0.0;
+      c.epsilon = tf ? 0.0 : 1e-10;
+      break;
+    case OptimizerKind::RMSProp:
+      c.lr = tf ? 0.001 : 0.01;
+      c.decay = tf ? 0.9 : 0.99;
+      c.epsilon = tf ? 1e-10 : 1e-8;
+      c.initial_accumulator = tf ? 1.0 : 0.0;
+      break;
+  }
+  return c;
+}
+
+Result<OptimizerKind> parse_optimizer_kind(const std::string& name) {
+  std::string n = name;
+  std::transform(n.begin(), n.end(), n.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (n == "sgd" || n == "gradientdescent" || n == "momentum") return OptimizerKind::SGD;
+  if (n == "adam") return OptimizerKind::Adam;
+  if (n == "adagrad") return OptimizerKind::Adagrad;
+  if (n == "rmsprop") return OptimizerKind::RMSProp;
+  return make_error("unknown optimizer '{}' (expected sgd, adam, adagrad or rmsprop)", name);
+}
+
+Optimizer::Optimizer(OptimizerConfig config, std::vector<ValueId> params)
+    : config_(config), params_(std::move(params)) {
+  first_.resize(params_.size());
+  second_.resize(params_.size());
+  mean_.resize(params_.size());
+}
+
+namespace {
+template <class T>
+void init_state(Tensor& s, const Tensor& like, double value) {
+  if (s.defined() && s.shape() == like.shape() && s.dtype() == like.dtype()) return;
+  s.resize(like.dtype(), like.shape());
+  std::fill_n(s.data<T>(), s.numel(), static_cast<T>(value));
+}
+}  // namespace
+
+template <class T>
+void Optimizer::update(Tensor& w_t, const Tensor& g_t, size_t k) {
+  const OptimizerConfig& c = config_;
+  const int64_t n = w_t.numel();
+  T* w = w_t.data<T>();
+  const T* g0 = g_t.data<T>();
+  const T lr = static_cast<T>(c.lr), wd = static_cast<T>(c.weight_decay), eps = static_cast<T>(c.epsilon);
+  auto grad = [&](int64_t i) { return wd != T(0) ? g0[i] + wd * w[i] : g0[i]; };
+  const bool tf = c.flavor == Framework::TensorFlow;
+
+  switch (c.kind) {
+    case OptimizerKind::SGD: {
+      if (c.momentum == 0.0) {
+        for (int64_t i = 0; i < n; ++i) w[i] -= lr * grad(i);
+        break;
+      }
+      init_state<T>(first_[k], w_t, 0.0);
+      T* v = first_[k].data<T>();
+      const T mu = static_cast<T>(c.momentum);
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = grad(i);
+        v[i] = mu * v[i] + gi;
+        w[i] -= lr * (c.nesterov ? gi + mu * v[i] : v[i]);
+      }
+      break;
+    }
+    case OptimizerKind::Adam: {
+      init_state<T>(first_[k], w_t, 0.0);
+      init_state<T>(second_[k], w_t, 0.0);
+      T* m = first_[k].data<T>();
+      T* v = second_[k].data<T>();
+      const T b1 = static_cast<T>(c.beta1), b2 = static_cast<T>(c.beta2);
+      const T bc1 = T(1) - static_cast<T>(std::pow(c.beta1, static_cast<double>(t_)));
+      const T bc2 = T(1) - static_cast<T>(std::pow(c.beta2, static_cast<double>(t_)));
+      const T lr_t = lr * std::sqrt(bc2) / bc1;
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = grad(i);
+        m[i] = b1 * m[i] + (T(1) - b1) * gi;
+        v[i] = b2 * v[i] + (T(1) - b2) * gi * gi;
+        if (tf) {
+          w[i] -= lr_t * m[i] / (std::sqrt(v[i]) + eps);
+        } else {
+          w[i] -= lr * (m[i] / bc1) / (std::sqrt(v[i] / bc2) + eps);
+        }
+      }
+      break;
+    }
+    case OptimizerKind::Adagrad: {
+      init_state<T>(second_[k], w_t, c.initial_accumulator);
+      T* acc = second_[k].data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = grad(i);
+        acc[i] += gi * gi;
+        w[i] -= lr * gi / (std::sqrt(acc[i]) + eps);
+      }
+      break;
+    }
+    case OptimizerKind::RMSProp: {
+      init_state<T>(second_[k], w_t, c.initial_accumulator);
+      if (c.centered) init_state<T>(mean_[k], w_t, 0.0);
+      if (c.momentum != 0.0) init_state<T>(first_[k], w_t, 0.0);
+      T* ms = second_[k].data<T>();
+      T* mg = c.centered ? mean_[k].data<T>() : nullptr;
+      T* mom = c.momentum != 0.0 ? first_[k].data<T>() : nullptr;
+      const T rho = static_cast<T>(c.decay), mu = static_cast<T>(c.momentum);
+      for (int64_t i = 0; i < n; ++i) {
+        T gi = grad(i);
+        ms[i] = rho * ms[i] + (T(1) - rho) * gi * gi;
+        T var = ms[i];
+        if (mg) {
+          mg[i] = rho * mg[i] + (T(1) - rho) * gi;
+          var -= mg[i] * mg[i];
+        }
+        // TensorFlow puts ε inside the root and scales by lr before the momentum; PyTorch the opposite.
+        T step = tf ? lr * gi / std::sqrt(var + eps) : gi / (std::sqrt(var) + eps);
+        if (mom) {
+          mom[i] = mu * mom[i] + step;
+          step = mom[i];
+        }
+        w[i] -= tf ? step : lr * step;
+      }
+      break;
+    }
+  }
+}
+
+Status Optimizer::step(Executor& ex) {
+  std::vector<Tensor*> params;
+  std::vector<const Tensor*> grads;
+  for (ValueId id : params_) {
+    grads.push_back(ex.grad(id));
+    params.push_back(grads.back() ? &ex.mutable_value(id) : nullptr);
+  }
+  return step(params, grads);
+}
+
+Status Optimizer::step(std::span<Tensor* const> params, std::span<const Tensor* const> grads) {
+  GRIST_CHECK(params.size() == grads.size(),
+              "optimizer: {} parameters but {} gradients", params.size(), grads.size());
+  if (first_.size() < params.size()) {
+    first_.resize(params.size());
+    second_.resize(params.size());
+    mean_.resize(params.size());
+  }
+  ++t_;
+  for (size_t k = 0; k < params.size(); ++k) {
+    const Tensor* g = grads[k];
+    if (!g) continue;  // no gradient reached this parameter (PyTorch skips it too)
+    Tensor& w = *params[k];
+    GRIST_CHECK(g->shape() == w.shape() && g->dtype() == w.dtype(), "optimizer: a gradient ({} {}) does not match its parameter ({} {})",
+                dtype_name(g->dtype()), g->shape().str(), dtype_name(w.dtype()), w.shape().str());
+    bool ok = dispatch_float(w.dtype(), [&](auto tag) { update<decltype(tag)>(w, *g, k); });
+    GRIST_CHECK(ok, "optimizer: a parameter is {}, not a float tensor", dtype_name(w.dtype()));
+  }
+  return Status::ok();
+}
+
+}  // namespace grist

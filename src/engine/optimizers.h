@@ -1,0 +1,72 @@
+// Optimizers that update an executor's weights from its last gradients, with the update rules and
+// defaults of both TensorFlow 1 and PyTorch (the study's programs used both, and they differ).
+//
+// Defaults (set by OptimizerConfig::defaults):
+//   SGD      both: lr 0.01, momentum 0, nesterov off.  v ← μv + g; w ← w − lr·v (nesterov: w ← w − lr(g + μv)).
+//   Adam     both: lr 0.001, β1 0.9, β2 0.999, ε 1e-8.
+//            PyTorch: w ← w − lr·m̂/(√v̂ + ε) with bias-corrected m̂, v̂.
+//            TensorFlow: w ← w − lr·√(1−β2ᵗ)/(1−β1ᵗ)·m/(√v + ε)  (ε not bias-corrected: "epsilon hat").
+//   Adagrad  TensorFlow: lr 0.01, accumulator starts at 0.1, no ε: w ← w − lr·g/√acc.
+//            PyTorch: lr 0.01, accumulator starts at 0, ε 1e-10: w ← w − lr·g/(√acc + ε).
+//   RMSProp  TensorFlow: lr 0.001, decay ρ 0.9, momentum 0, ε 1e-10 inside the root, mean square starts at 1.
+//            PyTorch: lr 0.01, α 0.99, momentum 0, ε 1e-8 outside the root, mean square starts at 0.
+//            centered: subtract the squared running mean of g (both).
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/executor.h"
+
+namespace grist {
+
+enum class OptimizerKind { SGD, Adam, Adagrad, RMSProp };
+enum class Framework { PyTorch, TensorFlow };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::SGD;
+  Framework flavor = Framework::PyTorch;
+  double lr = 0.01;
+  double momentum = 0.0;        // SGD, RMSProp
+  bool nesterov = false;        // SGD
+  double beta1 = 0.9;           // Adam
+  double beta2 = 0.999;         // Adam
+  double epsilon = 1e-8;        // Adam, Adagrad, RMSProp
+  double decay = 0.9;           // RMSProp ρ (TensorFlow) / α (PyTorch)
+  bool centered = false;        // RMSProp
+  double initial_accumulator = 0.0;  // Adagrad accumulator / RMSProp mean-square start
+  double weight_decay = 0.0;    // L2 added to the gradient (PyTorch style)
+
+  // The framework's documented defaults for `kind` (see the table above).
+  static OptimizerConfig defaults(OptimizerKind kind, Framework flavor);
+};
+
+Result<OptimizerKind> parse_optimizer_kind(const std::string& name);  // "sgd", "adam", "adagrad", "rmsprop"
+
+class Optimizer {
+ public:
+  Optimizer(OptimizerConfig config, std::vector<ValueId> params);
+  const OptimizerConfig& config() const { return config_; }
+  const std::vector<ValueId>& params() const { return params_; }
+
+  // One update of every parameter that received a gradient in the executor's last backward().
+  Status step(Executor& ex);
+  // One update of tensors directly: grads[k] (nullptr = no gradient, skipped) for params[k], which must be
+  // the same tensors, in the same order, on every call (their optimizer state is kept by position).
+  Status step(std::span<Tensor* const> params, std::span<const Tensor* const> grads);
+  int64_t steps_taken() const { return t_; }
+
+ private:
+  template <class T>
+  void update(Tensor& w, const Tensor& g, size_t slot);
+
+  OptimizerConfig config_;
+  std::vector<ValueId> params_;
+  std::vector<Tensor> first_;   // momentum / Adam m / RMSProp momentum buffer
+  std::vector<Tensor> second_;  // Adam v / accumulators / mean square
+  std::vector<Tensor> mean_;    // centered RMSProp running mean of g
+  int64_t t_ = 0;
+};
+
+}  // namespace grist

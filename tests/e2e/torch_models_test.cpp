@@ -1,0 +1,72 @@
+// End-to-end: models exported by torch.onnx.export (tests/models/make_models.py) run in grist give
+// PyTorch's outputs and PyTorch's gradients, to 1e-5 relative.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "data/npz.h"
+#include "engine/executor.h"
+#include "onnx/import.h"
+#include "support/op_test_util.h"
+
+using namespace grist;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModels = fs::path(GRIST_SOURCE_DIR) / "tests/models";
+
+struct Case {
+  const char* model;
+  const char* scalar;   // the value whose gradient PyTorch recorded
+  bool sum_of_output;   // true: the gradient of sum(scalar); false: scalar is already the loss
+};
+
+void expect_matches_pytorch(const Case& c) {
+  auto g = import_onnx_file((kModels / (std::string(c.model) + ".onnx")).string());
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  auto expected = read_npz((kModels / (std::string(c.model) + ".expected.npz")).string());
+  ASSERT_TRUE(expected.is_ok()) << expected.message();
+
+  ExecutorOptions opts;
+  opts.dropout_training = false;  // PyTorch's reference ran in eval mode
+  auto ex = Executor::create(*g, opts);
+  ASSERT_TRUE(ex.is_ok()) << ex.message();
+  for (const auto& [key, t] : *expected)
+    if (key.rfind("input:", 0) == 0) ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << key;
+  auto st = ex->forward();
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  EXPECT_FALSE(ex->forward_event().found) << ex->forward_event().describe();
+
+  int outputs = 0, grads = 0;
+  for (const auto& [key, t] : *expected) {
+    if (key.rfind("output:", 0) != 0) continue;
+    ValueId id = g->find_value(key.substr(7));
+    ASSERT_NE(id, kNoValue) << key;
+    EXPECT_TRUE(testing::tensors_close(t, ex->value(id), 1e-5, 1e-6)) << c.model << " " << key;
+    ++outputs;
+  }
+  ValueId scalar = g->find_value(c.scalar);
+  ASSERT_NE(scalar, kNoValue);
+  st = ex->backward(scalar);
+  ASSERT_TRUE(st.is_ok()) << st.message();
+  for (const auto& [key, t] : *expected) {
+    if (key.rfind("grad:", 0) != 0) continue;
+    ValueId id = g->find_value(key.substr(5));
+    ASSERT_NE(id, kNoValue) << key;
+    const Tensor* grad = ex->grad(id);
+    ASSERT_NE(grad, nullptr) << c.model << ": no gradient reached " << key;
+    EXPECT_TRUE(testing::tensors_close(t, *grad, 1e-5, 1e-6)) << c.model << " " << key;
+    ++grads;
+  }
+  EXPECT_GT(outputs, 0);
+  EXPECT_GT(grads, 0);
+}
+
+}  // namespace
+
+TEST(TorchModels, MlpOutputsAndGradientsMatchPyTorch) { expect_matches_pytorch({"mlp", "y", true}); }
+TEST(TorchModels, CnnWithConvPoolDropoutMatchesPyTorch) { expect_matches_pytorch({"cnn", "y", true}); }
+TEST(TorchModels, ClassifierWithLossInsideMatchesPyTorch) {
+  expect_matches_pytorch({"classifier_loss", "loss", false});
+}

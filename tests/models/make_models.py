@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Exports the end-to-end test models with Debian's PyTorch and records PyTorch's own outputs and gradients.
+
+Run with Debian's interpreter:  /usr/bin/python3 tests/models/make_models.py
+Writes, for each model M, tests/models/M.onnx and tests/models/M.expected.npz holding
+  input:NAME     the data fed to input NAME
+  output:NAME    PyTorch's value of output NAME
+  grad:NAME      PyTorch's gradient of the scalar L with respect to input or parameter NAME, where
+                 L = the model's loss output when it has one, else the sum of its first output.
+Deterministic (fixed seeds); the files are small and committed, so tests never need Python.
+"""
+import os
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Mlp(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(20, 16)
+        self.fc2 = nn.Linear(16, 5)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class SmallCnn(nn.Module):
+    """conv → relu → maxpool → conv → tanh → avgpool → dropout → flatten → linear."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 6, 3, stride=1, padding=0, groups=2)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(6 * 2 * 2, 3)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)      # 12x12 -> 6x6
+        x = F.avg_pool2d(torch.tanh(self.conv2(x)), 2)  # 6x6 -> 4x4 -> 2x2
+        x = self.drop(x)
+        return self.fc(torch.flatten(x, 1))
+
+
+class ClassifierWithLoss(nn.Module):
+    """A classifier with its loss inside: log(softmax) by hand, as buggy programs write it, and NLL."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 12)
+        self.fc2 = nn.Linear(12, 4)
+
+    def forward(self, x, y):
+        logits = self.fc2(torch.sigmoid(self.fc1(x)))
+        probs = torch.softmax(logits, dim=1)
+        loss = F.nll_loss(torch.log(probs), y)
+        return probs, loss
+
+
+def export(name, model, args, input_names, output_names, dynamic, opset, loss_index=None, train_mode=False):
+    model.eval()
+    path = os.path.join(HERE, name + ".onnx")
+    torch.onnx.export(model, args, path, input_names=input_names, output_names=output_names,
+                      dynamic_axes=dynamic, opset_version=opset, do_constant_folding=False,
+                      training=torch.onnx.TrainingMode.TRAINING if train_mode else torch.onnx.TrainingMode.EVAL)
+    # Reference values in eval mode (dropout off), gradients from PyTorch autograd.
+    model.eval()
+    leaf_args = []
+    for a in args:
+        if a.dtype.is_floating_point:
+            a = a.detach().clone().requires_grad_(True)
+        leaf_args.append(a)
+    outs = model(*leaf_args)
+    if not isinstance(outs, tuple):
+        outs = (outs,)
+    scalar = outs[loss_index] if loss_index is not None else outs[0].sum()
+    params = dict(model.named_parameters())
+    grads = torch.autograd.grad(scalar, [a for a in leaf_args if a.requires_grad] + list(params.values()))
+    record = {}
+    for n, a in zip(input_names, leaf_args):
+        record["input:" + n] = a.detach().numpy()
+    for n, o in zip(output_names, outs):
+        record["output:" + n] = o.detach().numpy()
+    float_inputs = [n for n, a in zip(input_names, leaf_args) if a.requires_grad]
+    for n, g in zip(float_inputs + list(params.keys()), grads):
+        record["grad:" + n] = g.numpy()
+    np.savez(os.path.join(HERE, name + ".expected.npz"), **record)
+    print("wrote", path)
+
+
+def export_bad_models():
+    """Models that must be refused with a clear message (built with onnx.helper, no PyTorch)."""
+    import onnx
+    from onnx import helper, TensorProto
+    # Valid ONNX ops that grist does not implement: the error must list every one with its node names.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])
+    w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 8, 4])
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 8, 2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_a", hidden_size=2),
+             helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_b", hidden_size=2),
+             helper.make_node("Det", ["h"], ["d"], name="det_1"),
+             helper.make_node("Relu", ["d"], ["y"], name="relu")]
+    m = helper.make_model(helper.make_graph(nodes, "unsupported", [x, w, r], [y]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, os.path.join(HERE, "unsupported_ops.onnx"))
+    # An initializer whose declared dimensions would need 4 TiB: refused before any allocation.
+    big = TensorProto()
+    big.name = "huge"
+    big.data_type = TensorProto.FLOAT
+    big.dims.extend([1 << 20, 1 << 20])
+    big.raw_data = b"\0" * 16
+    inp = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])
+    out = helper.make_tensor_value_info("b", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("Add", ["a", "huge"], ["b"])], "huge", [inp], [out], initializer=[big])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "huge_initializer.onnx"))
+
+
+def main():
+    export_bad_models()
+    torch.manual_seed(0)
+    export("mlp", Mlp(), (torch.randn(3, 20),), ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}, 13)
+    torch.manual_seed(1)
+    export("cnn", SmallCnn(), (torch.rand(2, 1, 12, 12),), ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}, 12,
+           train_mode=True)
+    torch.manual_seed(2)
+    export("classifier_loss", ClassifierWithLoss(), (torch.randn(5, 8), torch.tensor([0, 3, 1, 2, 3])),
+           ["x", "y"], ["probs", "loss"], {"x": {0: "batch"}, "y": {0: "batch"}, "probs": {0: "batch"}}, 15,
+           loss_index=1)
+
+
+if __name__ == "__main__":
+    main()
