@@ -1,8 +1,909 @@
+// Elementwise arithmetic: unary math (Exp, Log, Sigmoid, ...), broadcasting binary arithmetic (Add, Sub,
+// Mul, Div, Pow), variadic folds (Sum, Mean, Min, Max), Clip and Identity, forward and backward.
+//
+// Numerics follow PyTorch's CPU kernels and their autograd formulas where ONNX leaves room: float32 is
+// computed in float32, IEEE specials propagate (log(0) = -inf, 0/0 = NaN, NaN passes through Relu,
+// Sign, Min/Max and Clip), and nothing is clamped or nudged by an epsilon. Integer arithmetic wraps
+// around like numpy and PyTorch rather than being undefined behaviour.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <type_traits>
+
+#include "ops/elementwise_broadcast.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
 namespace grist {
+namespace {
 
-void register_elementwise_ops(OpRegistry& r) { (void)r; }
+using elementwise::broadcast_two;
+using elementwise::for_each_broadcast;
+using elementwise::for_each_pair;
+using elementwise::mismatched_dtypes;
+using elementwise::unsupported_dtype;
+using elementwise::write_operand_grad;
+
+// ---------------------------------------------------------------------------------------------------
+// Type sets and integer helpers
+
+enum class TypeSet { Float, SignedNumeric, Numeric };
+
+template <TypeSet S, class F>
+bool dispatch_set(DType t, F&& f) {
+  if constexpr (S == TypeSet::Float) {
+    return dispatch_float(t, f);
+  } else if constexpr (S == TypeSet::SignedNumeric) {
+    return dispatch_signed_numeric(t, f);
+  } else {
+    return dispatch_numeric(t, f);
+  }
+}
+
+// Unsigned type that integer arithmetic on T wraps in. Types narrower than int are widened to uint32 so
+// that their promotion to int cannot overflow (uint16 * uint16 would, as a signed int).
+template <class T>
+using WrapType = std::conditional_t<(sizeof(T) < sizeof(uint32_t)), uint32_t, std::make_unsigned_t<T>>;
+
+// a op b, wrapping around on integer overflow instead of being undefined behaviour.
+template <class T, class Op>
+T wrapping(T a, T b, Op op) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return op(a, b);
+  } else {
+    return static_cast<T>(op(static_cast<WrapType<T>>(a), static_cast<WrapType<T>>(b)));
+  }
+}
+
+template <class T> T wrapping_add(T a, T b) { return wrapping(a, b, std::plus<>{}); }
+template <class T> T wrapping_sub(T a, T b) { return wrapping(a, b, std::minus<>{}); }
+template <class T> T wrapping_mul(T a, T b) { return wrapping(a, b, std::multiplies<>{}); }
+
+template <class T>
+T wrapping_neg(T x) {
+  return wrapping_sub(T(0), x);
+}
+
+// C-style truncating division; the caller has rejected zero divisors. lowest / -1 overflows (a hardware
+// trap on x86), so it wraps to lowest like numpy.
+template <class T>
+T truncating_div(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return wrapping_neg(a);
+  }
+  return static_cast<T>(a / b);
+}
+
+// Float to integer the way numpy's astype behaves on in-range values (truncation), without the undefined
+// behaviour C++ has for NaN and out-of-range values: NaN becomes 0, the rest saturate.
+template <class I>
+I saturating_cast(double v) {
+  if (std::isnan(v)) return I(0);
+  if (v <= static_cast<double>(std::numeric_limits<I>::lowest())) return std::numeric_limits<I>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<I>::max())) return std::numeric_limits<I>::max();
+  return static_cast<I>(v);
+}
+
+// out[i] = f(in[i]) over n contiguous elements.
+template <class T, class F>
+void map_values(const T* in, T* out, int64_t n, F f) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f(in[i]);
+}
+
+// Ops that read attributes are constructed from their node; the others are plain aggregates.
+template <class Op>
+Op make_op(const Node& node) {
+  if constexpr (std::is_constructible_v<Op, const Node&>) {
+    return Op(node);
+  } else {
+    (void)node;
+    return Op{};
+  }
+}
+
+Error non_float_gradient(const Node& node, DType t) {
+  return node_error(node, fmt::format("internal: gradient requested for a {} input", dtype_name(t)));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Unary ops: each is a functor with forward(x) and backward(g, x, y) = g · dy/dx, written the way
+// PyTorch's autograd formula writes it so rounding matches.
+
+struct Neg {
+  static constexpr TypeSet kTypes = TypeSet::SignedNumeric;
+  template <class T> T forward(T x) const { return wrapping_neg(x); }
+  template <class T> T backward(T g, T, T) const { return -g; }
+};
+
+struct Abs {
+  static constexpr TypeSet kTypes = TypeSet::Numeric;
+  template <class T>
+  T forward(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::fabs(x);
+    } else if constexpr (std::is_signed_v<T>) {
+      return x < 0 ? wrapping_neg(x) : x;
+    } else {
+      return x;
+    }
+  }
+  // PyTorch: grad * sgn(x), so the subgradient at 0 is 0.
+  template <class T> T backward(T g, T x, T) const { return g * T((x > 0) - (x < 0)); }
+};
+
+struct Sign {
+  static constexpr TypeSet kTypes = TypeSet::Numeric;
+  // NaN stays NaN (numpy and ONNX Runtime; PyTorch's kernel would give 0 and hide it).
+  template <class T>
+  T forward(T x) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return x > 0 ? T(1) : T(0);
+    } else {
+      return x > 0 ? T(1) : x < 0 ? T(-1) : x == 0 ? T(0) : x;
+    }
+  }
+  template <class T> T backward(T, T, T) const { return T(0); }
+};
+
+struct Relu {
+  static constexpr TypeSet kTypes = TypeSet::SignedNumeric;
+  template <class T> T forward(T x) const { return x < T(0) ? T(0) : x; }  // NaN passes through
+  // PyTorch's threshold_backward masks on the result: y <= 0 gets no gradient.
+  template <class T> T backward(T g, T, T y) const { return y <= T(0) ? T(0) : g; }
+};
+
+struct LeakyRelu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha;
+  explicit LeakyRelu(const Node& n) : alpha(n.attr_float("alpha", 0.01)) {}
+  template <class T> T forward(T x) const { return x > T(0) ? x : x * static_cast<T>(alpha); }
+  template <class T> T backward(T g, T x, T) const { return x > T(0) ? g : g * static_cast<T>(alpha); }
+};
+
+struct Sqrt {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::sqrt(x); }
+  template <class T> T backward(T g, T, T y) const { return g / (T(2) * y); }  // +inf at 0
+};
+
+struct Exp {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::exp(x); }
+  template <class T> T backward(T g, T, T y) const { return g * y; }
+};
+
+struct Log {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::log(x); }
+  template <class T> T backward(T g, T x, T) const { return g / x; }
+};
+
+struct Reciprocal {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return T(1) / x; }
+  template <class T> T backward(T g, T, T y) const { return g * -(y * y); }
+};
+
+struct Sigmoid {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  // exp(-x) overflowing to inf for very negative x gives 1/inf = 0, the right limit.
+  template <class T> T forward(T x) const { return T(1) / (T(1) + std::exp(-x)); }
+  template <class T> T backward(T g, T, T y) const { return g * (T(1) - y) * y; }
+};
+
+struct Tanh {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::tanh(x); }
+  template <class T> T backward(T g, T, T y) const { return g * (T(1) - y * y); }
+};
+
+struct Softplus {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  // PyTorch's Softplus (beta 1, threshold 20): log1p(exp(x)), and x itself above 20 where the two agree
+  // to the last bit in float32. ONNX's literal log(exp(x) + 1) would overflow to inf at x ≈ 89, which no
+  // runtime actually does.
+  static constexpr double kThreshold = 20.0;
+  template <class T> T forward(T x) const { return x > T(kThreshold) ? x : std::log1p(std::exp(x)); }
+  template <class T>
+  T backward(T g, T x, T) const {
+    if (x > T(kThreshold)) return g;
+    const T z = std::exp(x);
+    return g * z / (z + T(1));
+  }
+};
+
+struct Softsign {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return x / (T(1) + std::fabs(x)); }
+  template <class T>
+  T backward(T g, T x, T) const {
+    const T d = T(1) + std::fabs(x);
+    return g / (d * d);
+  }
+};
+
+struct Erf {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::erf(x); }
+  template <class T>
+  T backward(T g, T x, T) const {
+    const T two_over_sqrt_pi = static_cast<T>(1.1283791670955126);
+    return two_over_sqrt_pi * std::exp(-(x * x)) * g;
+  }
+};
+
+// Piecewise-constant ops: zero gradient everywhere, as PyTorch defines it.
+struct Floor {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::floor(x); }
+  template <class T> T backward(T, T, T) const { return T(0); }
+};
+
+struct Ceil {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return std::ceil(x); }
+  template <class T> T backward(T, T, T) const { return T(0); }
+};
+
+struct Round {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  // nearbyint in the default rounding mode rounds halves to even, as ONNX specifies.
+  template <class T> T forward(T x) const { return std::nearbyint(x); }
+  template <class T> T backward(T, T, T) const { return T(0); }
+};
+
+template <class Op>
+Status unary_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  Tensor* y = ctx.output(0);
+  if (y == nullptr) return Status::ok();
+  const Op op = make_op<Op>(ctx.node);
+  const bool supported = dispatch_set<Op::kTypes>(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    y->resize(x.dtype(), x.shape());
+    const T* in = x.data<T>();
+    T* out = y->data<T>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) out[i] = op.forward(in[i]);
+  });
+  return supported ? Status::ok() : Status(unsupported_dtype(ctx.node, x.dtype()));
+}
+
+template <class Op>
+Status unary_backward(BackwardContext& ctx) {
+  Tensor* gx = ctx.grad_input(0);
+  if (gx == nullptr) return Status::ok();
+  const Tensor& x = *ctx.input(0);
+  const Tensor* gy = ctx.grad_output(0);
+  if (gy == nullptr) {
+    gx->resize_zero(x.dtype(), x.shape());
+    return Status::ok();
+  }
+  const Tensor& y = *ctx.output(0);
+  const Op op = make_op<Op>(ctx.node);
+  const bool supported = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    gx->resize(x.dtype(), x.shape());
+    const T* g = gy->data<T>();
+    const T* in = x.data<T>();
+    const T* out = y.data<T>();
+    T* d = gx->data<T>();
+    const int64_t n = x.numel();
+    for (int64_t i = 0; i < n; ++i) d[i] = op.backward(g[i], in[i], out[i]);
+  });
+  return supported ? Status::ok() : Status(non_float_gradient(ctx.node, x.dtype()));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Broadcasting binary arithmetic: functors with forward(a, b) and the partials grad_a / grad_b, each
+// evaluated per output element (g, a, b, y) before reduction to the operand's shape.
+
+struct Add {
+  template <class T> static T forward(T a, T b) { return wrapping_add(a, b); }
+  template <class T> static T grad_a(T g, T, T, T) { return g; }
+  template <class T> static T grad_b(T g, T, T, T) { return g; }
+};
+
+struct Sub {
+  template <class T> static T forward(T a, T b) { return wrapping_sub(a, b); }
+  template <class T> static T grad_a(T g, T, T, T) { return g; }
+  template <class T> static T grad_b(T g, T, T, T) { return -g; }
+};
+
+struct Mul {
+  template <class T> static T forward(T a, T b) { return wrapping_mul(a, b); }
+  template <class T> static T grad_a(T g, T, T b, T) { return g * b; }
+  template <class T> static T grad_b(T g, T a, T, T) { return g * a; }
+};
+
+struct Div {
+  // Marks the op whose integer form needs non-zero divisors (checked by binary_forward).
+  static constexpr bool kIntegerDivision = true;
+  template <class T>
+  static T forward(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return a / b;
+    } else {
+      return truncating_div(a, b);
+    }
+  }
+  template <class T> static T grad_a(T g, T, T b, T) { return g / b; }
+  // PyTorch divides twice rather than squaring b, which would overflow sooner.
+  template <class T> static T grad_b(T g, T a, T b, T) { return -g * ((a / b) / b); }
+};
+
+template <class T>
+bool has_zero(const Tensor& t) {
+  const T* p = t.data<T>();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (p[i] == T(0)) return true;
+  return false;
+}
+
+template <class Op>
+Status binary_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  if (a.dtype() != b.dtype()) return mismatched_dtypes(ctx.node, a.dtype(), b.dtype());
+  auto shape = broadcast_two(ctx.node, a.shape(), b.shape());
+  if (!shape) return shape.error();
+  Tensor* y = ctx.output(0);
+  if (y == nullptr) return Status::ok();
+  Status status;
+  const bool supported = dispatch_numeric(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T> && requires { Op::kIntegerDivision; }) {
+      // Integer division by zero has no value (and traps on x86): report it instead.
+      if (has_zero<T>(b)) {
+        status = node_error(ctx.node, "integer division by zero");
+        return;
+      }
+    }
+    y->resize(a.dtype(), *shape);
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y->data<T>();
+    for_each_pair(a.shape(), b.shape(), *shape,
+                  [&](int64_t o, int64_t i, int64_t j) { py[o] = Op::forward(pa[i], pb[j]); });
+  });
+  if (!supported) return unsupported_dtype(ctx.node, a.dtype());
+  return status;
+}
+
+// Writes the gradient of operand `k` of a broadcasting binary op from partial(g, a, b, y).
+template <class T, class Partial>
+void binary_operand_grad(BackwardContext& ctx, size_t k, Partial partial) {
+  Tensor* grad = ctx.grad_input(k);
+  if (grad == nullptr) return;
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  const Tensor& y = *ctx.output(0);
+  const Shape& target = (k == 0 ? a : b).shape();
+  const Tensor* gy = ctx.grad_output(0);
+  if (gy == nullptr) {
+    grad->resize_zero(y.dtype(), target);
+    return;
+  }
+  write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
+    const T* g = gy->data<T>();
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    const T* py = y.data<T>();
+    T* d = dst.data<T>();
+    for_each_pair(a.shape(), b.shape(), y.shape(),
+                  [&](int64_t o, int64_t i, int64_t j) { d[o] = partial(g[o], pa[i], pb[j], py[o]); });
+  });
+}
+
+template <class Op>
+Status binary_backward(BackwardContext& ctx) {
+  const DType dtype = ctx.input(0)->dtype();
+  const bool supported = dispatch_float(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    binary_operand_grad<T>(ctx, 0, [](T g, T a, T b, T y) { return Op::grad_a(g, a, b, y); });
+    binary_operand_grad<T>(ctx, 1, [](T g, T a, T b, T y) { return Op::grad_b(g, a, b, y); });
+  });
+  return supported ? Status::ok() : Status(non_float_gradient(ctx.node, dtype));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pow: the base's type is the output's; the exponent may be any numeric type. Float bases compute in
+// their own type (the exponent converted to it, as PyTorch's type promotion does); integer bases use
+// exact integer powers, or double precision when the exponent is float (numpy's promotion), cast back.
+
+// PyTorch's pow kernel replaces the common constant exponents by cheaper, exactly rounded forms.
+template <class T>
+void pow_by_scalar(const T* base, T e, T* out, int64_t n) {
+  if (e == T(2)) return map_values(base, out, n, [](T x) { return x * x; });
+  if (e == T(3)) return map_values(base, out, n, [](T x) { return x * x * x; });
+  if (e == T(0.5)) return map_values(base, out, n, [](T x) { return std::sqrt(x); });
+  if (e == T(-0.5)) return map_values(base, out, n, [](T x) { return T(1) / std::sqrt(x); });
+  if (e == T(-1)) return map_values(base, out, n, [](T x) { return T(1) / x; });
+  if (e == T(-2)) return map_values(base, out, n, [](T x) { return T(1) / (x * x); });
+  map_values(base, out, n, [e](T x) { return std::pow(x, e); });
+}
+
+// Square-and-multiply with wrap-around. Negative exponents truncate 1/b^n toward zero like PyTorch's
+// integer pow: ±1 keep a value, every other base (0 included) gives 0.
+template <class T>
+T integer_power(T base, int64_t exp) {
+  if (exp < 0) {
+    if (base == T(1)) return T(1);
+    if constexpr (std::is_signed_v<T>) {
+      if (base == T(-1)) return (exp & 1) ? T(-1) : T(1);
+    }
+    return T(0);
+  }
+  T result = T(1);
+  while (exp > 0) {
+    if (exp & 1) result = wrapping_mul(result, base);
+    base = wrapping_mul(base, base);
+    exp >>= 1;
+  }
+  return result;
+}
+
+// `t` itself when it already has dtype `to`, else its conversion into `scratch`.
+const Tensor& as_dtype(const Tensor& t, DType to, Tensor& scratch) {
+  if (t.dtype() == to) return t;
+  cast_tensor(t, to, scratch);
+  return scratch;
+}
+
+template <class T>
+void float_pow(const Tensor& base, const Tensor& exponent, Tensor& y) {
+  const T* pb = base.data<T>();
+  const T* pe = exponent.data<T>();
+  T* py = y.data<T>();
+  if (exponent.numel() == 1 && base.numel() == y.numel()) {
+    pow_by_scalar(pb, pe[0], py, y.numel());
+    return;
+  }
+  for_each_pair(base.shape(), exponent.shape(), y.shape(),
+                [&](int64_t o, int64_t i, int64_t j) { py[o] = std::pow(pb[i], pe[j]); });
+}
+
+template <class T>
+void integer_pow(const Tensor& base, const Tensor& exponent, Tensor& y, Tensor& scratch) {
+  const T* pb = base.data<T>();
+  T* py = y.data<T>();
+  if (is_float(exponent.dtype())) {
+    const Tensor& e = as_dtype(exponent, DType::Float64, scratch);
+    const double* pe = e.data<double>();
+    for_each_pair(base.shape(), e.shape(), y.shape(), [&](int64_t o, int64_t i, int64_t j) {
+      py[o] = saturating_cast<T>(std::pow(static_cast<double>(pb[i]), pe[j]));
+    });
+    return;
+  }
+  const Tensor& e = as_dtype(exponent, DType::Int64, scratch);
+  const int64_t* pe = e.data<int64_t>();
+  for_each_pair(base.shape(), e.shape(), y.shape(),
+                [&](int64_t o, int64_t i, int64_t j) { py[o] = integer_power(pb[i], pe[j]); });
+}
+
+Status pow_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& base = *ctx.input(0);
+  const Tensor& exponent = *ctx.input(1);
+  if (!is_float(exponent.dtype()) && !is_integer(exponent.dtype()))
+    return unsupported_dtype(ctx.node, exponent.dtype());
+  auto shape = broadcast_two(ctx.node, base.shape(), exponent.shape());
+  if (!shape) return shape.error();
+  Tensor* y = ctx.output(0);
+  if (y == nullptr) return Status::ok();
+  Tensor& scratch = ctx.state.slot(0);
+  if (is_float(base.dtype())) {
+    const Tensor& e = as_dtype(exponent, base.dtype(), scratch);
+    y->resize(base.dtype(), *shape);
+    dispatch_float(base.dtype(), [&](auto tag) { float_pow<decltype(tag)>(base, e, *y); });
+    return Status::ok();
+  }
+  if (base.dtype() != DType::Int32 && base.dtype() != DType::Int64) return unsupported_dtype(ctx.node, base.dtype());
+  y->resize(base.dtype(), *shape);
+  if (base.dtype() == DType::Int32) {
+    integer_pow<int32_t>(base, exponent, *y, scratch);
+  } else {
+    integer_pow<int64_t>(base, exponent, *y, scratch);
+  }
+  return Status::ok();
+}
+
+// PyTorch's pow_backward_self: b^e differentiates to e·b^(e−1), defined as 0 where e = 0 (so 0^0 has
+// no NaN slope).
+template <class T>
+T pow_grad_base(T g, T b, T e) {
+  return e == T(0) ? T(0) : g * (e * std::pow(b, e - T(1)));
+}
+
+// PyTorch's pow_backward_exponent: b^e·ln b, defined as 0 where b = 0 and e >= 0 (instead of 0·(−inf)).
+template <class T>
+T pow_grad_exponent(T g, T b, T e, T y) {
+  return (b == T(0) && e >= T(0)) ? T(0) : g * (y * std::log(b));
+}
+
+Status pow_backward(BackwardContext& ctx) {
+  const Tensor& base = *ctx.input(0);
+  const Tensor& exponent = *ctx.input(1);
+  const Tensor& y = *ctx.output(0);
+  if (!is_float(base.dtype())) return non_float_gradient(ctx.node, base.dtype());
+  // Gradients are computed in the base's type; a float exponent of the other width gets its gradient
+  // converted at the end.
+  const Tensor& e = as_dtype(exponent, base.dtype(), ctx.state.slot(1));
+  Tensor* grad_exponent = ctx.grad_input(1);
+  const bool exponent_needs_cast = grad_exponent != nullptr && exponent.dtype() != base.dtype();
+  Tensor& exponent_grad_in_base_type = ctx.state.slot(2);
+  const Tensor* gy = ctx.grad_output(0);
+  dispatch_float(base.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = gy ? gy->data<T>() : nullptr;
+    const T* pb = base.data<T>();
+    const T* pe = e.data<T>();
+    const T* py = y.data<T>();
+    auto fill = [&](Tensor& grad, const Shape& target, auto partial) {
+      if (g == nullptr) {
+        grad.resize_zero(base.dtype(), target);
+        return;
+      }
+      write_operand_grad(grad, base.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
+        T* d = dst.data<T>();
+        for_each_pair(base.shape(), e.shape(), y.shape(),
+                      [&](int64_t o, int64_t i, int64_t j) { d[o] = partial(g[o], pb[i], pe[j], py[o]); });
+      });
+    };
+    if (Tensor* grad_base = ctx.grad_input(0))
+      fill(*grad_base, base.shape(), [](T gv, T b, T ev, T) { return pow_grad_base(gv, b, ev); });
+    if (grad_exponent != nullptr)
+      fill(exponent_needs_cast ? exponent_grad_in_base_type : *grad_exponent, exponent.shape(),
+           [](T gv, T b, T ev, T yv) { return pow_grad_exponent(gv, b, ev, yv); });
+  });
+  if (exponent_needs_cast) cast_tensor(exponent_grad_in_base_type, exponent.dtype(), *grad_exponent);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Variadic folds (Sum, Mean, Max, Min): the output starts as input 0 broadcast to the common shape and
+// folds every further input in, left to right, as numpy's reference does.
+
+struct SumFold {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  static constexpr bool kMean = false;
+  template <class T> static T combine(T acc, T x) { return acc + x; }
+};
+
+struct MeanFold : SumFold {
+  static constexpr bool kMean = true;  // the sum, divided by the input count at the end
+};
+
+// Max and Min propagate NaN (numpy's maximum/minimum, PyTorch's maximum/minimum).
+struct MaxFold {
+  static constexpr TypeSet kTypes = TypeSet::Numeric;
+  static constexpr bool kMean = false;
+  template <class T> static T combine(T acc, T x) { return (x > acc || x != x) ? x : acc; }
+};
+
+struct MinFold {
+  static constexpr TypeSet kTypes = TypeSet::Numeric;
+  static constexpr bool kMean = false;
+  template <class T> static T combine(T acc, T x) { return (x < acc || x != x) ? x : acc; }
+};
+
+// Checks the variadic inputs (present, one dtype) and returns their broadcast shape.
+Result<Shape> variadic_shape(const ForwardContext& ctx) {
+  if (ctx.inputs.empty()) return node_error(ctx.node, "needs at least one input");
+  Shape out;
+  for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+    GRIST_TRY(require_input(ctx, k));
+    const Tensor& x = *ctx.input(k);
+    if (x.dtype() != ctx.input(0)->dtype()) return mismatched_dtypes(ctx.node, ctx.input(0)->dtype(), x.dtype());
+    if (!broadcast_shapes(out, x.shape(), out))
+      return node_error(ctx.node, fmt::format("cannot broadcast input {} of shape {} to {}", k, x.shape().str(),
+                                              out.str()));
+  }
+  return out;
+}
+
+template <class Fold>
+Status variadic_forward(ForwardContext& ctx) {
+  auto shape = variadic_shape(ctx);
+  if (!shape) return shape.error();
+  Tensor* y = ctx.output(0);
+  if (y == nullptr) return Status::ok();
+  const DType dtype = ctx.input(0)->dtype();
+  const bool supported = dispatch_set<Fold::kTypes>(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    y->resize(dtype, *shape);
+    T* py = y->data<T>();
+    const T* first = ctx.input(0)->template data<T>();
+    for_each_broadcast(ctx.input(0)->shape(), *shape, [&](int64_t o, int64_t i) { py[o] = first[i]; });
+    for (size_t k = 1; k < ctx.inputs.size(); ++k) {
+      const Tensor& x = *ctx.input(k);
+      const T* px = x.data<T>();
+      for_each_pair(*shape, x.shape(), *shape,
+                    [&](int64_t o, int64_t i, int64_t j) { py[o] = Fold::combine(py[i], px[j]); });
+    }
+    if constexpr (Fold::kMean) {
+      const T count = static_cast<T>(ctx.inputs.size());
+      for (int64_t o = 0; o < y->numel(); ++o) py[o] = py[o] / count;
+    }
+  });
+  return supported ? Status::ok() : Status(unsupported_dtype(ctx.node, dtype));
+}
+
+// Sum and Mean: every input gets the output gradient (divided by the input count for Mean), reduced to
+// its shape.
+template <class Fold>
+Status sum_mean_backward(BackwardContext& ctx) {
+  const Tensor& y = *ctx.output(0);
+  const Tensor* gy = ctx.grad_output(0);
+  const bool supported = dispatch_float(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T count = static_cast<T>(ctx.inputs.size());
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+      Tensor* grad = ctx.grad_input(k);
+      if (grad == nullptr) continue;
+      const Shape& target = ctx.input(k)->shape();
+      if (gy == nullptr) {
+        grad->resize_zero(y.dtype(), target);
+      } else if constexpr (Fold::kMean) {
+        write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
+          const T* g = gy->data<T>();
+          T* d = dst.data<T>();
+          for (int64_t o = 0; o < y.numel(); ++o) d[o] = g[o] / count;
+        });
+      } else {
+        sum_to_shape(*gy, target, *grad);
+      }
+    }
+  });
+  return supported ? Status::ok() : Status(non_float_gradient(ctx.node, y.dtype()));
+}
+
+// An input "was selected" at an output element when it holds the output's value (NaN counting as equal
+// to NaN, since a NaN output came from the NaN inputs).
+template <class T>
+bool selected(T x, T y) {
+  return x == y || (x != x && y != y);
+}
+
+// Max and Min: the gradient goes to the input that was selected; ties share it evenly, as PyTorch's
+// binary maximum/minimum do.
+Status select_backward(BackwardContext& ctx) {
+  const Tensor& y = *ctx.output(0);
+  const Tensor* gy = ctx.grad_output(0);
+  const bool supported = dispatch_float(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* py = y.data<T>();
+    Tensor& ties = ctx.state.slot(1);
+    if (gy != nullptr) {
+      ties.resize_zero(y.dtype(), y.shape());
+      T* count = ties.data<T>();
+      for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+        const T* px = ctx.input(k)->template data<T>();
+        for_each_broadcast(ctx.input(k)->shape(), y.shape(), [&](int64_t o, int64_t i) {
+          if (selected(px[i], py[o])) count[o] += T(1);
+        });
+      }
+    }
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+      Tensor* grad = ctx.grad_input(k);
+      if (grad == nullptr) continue;
+      const Shape& target = ctx.input(k)->shape();
+      if (gy == nullptr) {
+        grad->resize_zero(y.dtype(), target);
+        continue;
+      }
+      write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
+        const T* g = gy->data<T>();
+        const T* px = ctx.input(k)->template data<T>();
+        const T* count = ties.data<T>();
+        T* d = dst.data<T>();
+        for_each_broadcast(target, y.shape(), [&](int64_t o, int64_t i) {
+          d[o] = selected(px[i], py[o]) ? g[o] / count[o] : T(0);
+        });
+      });
+    }
+  });
+  return supported ? Status::ok() : Status(non_float_gradient(ctx.node, y.dtype()));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Clip: bounds are attributes before opset 11 and optional scalar inputs from 11 on; both forms are
+// accepted. A missing float bound is ±inf (the ONNX reference uses np.inf), so Clip never turns an
+// infinity into a finite number that PyTorch's clamp would have kept.
+
+template <class T>
+Result<T> clip_bound(const Node& node, std::span<const Tensor* const> inputs, std::string_view attribute,
+                     size_t index, T fallback) {
+  if (const Attribute* a = node.attr(attribute)) return static_cast<T>(a->f);
+  const Tensor* t = index < inputs.size() ? inputs[index] : nullptr;
+  if (t == nullptr) return fallback;
+  if (t->dtype() != inputs[0]->dtype())
+    return node_error(node, fmt::format("bound input {} is {}, the input is {}", index, dtype_name(t->dtype()),
+                                        dtype_name(inputs[0]->dtype())));
+  if (t->numel() != 1)
+    return node_error(node, fmt::format("bound input {} must be a scalar, got shape {}", index, t->shape().str()));
+  return t->data<T>()[0];
+}
+
+template <class T>
+struct ClipBounds {
+  T lo, hi;
+};
+
+template <class T>
+Result<ClipBounds<T>> clip_bounds(const Node& node, std::span<const Tensor* const> inputs) {
+  constexpr bool kFloat = std::is_floating_point_v<T>;
+  const T lowest = kFloat ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  const T highest = kFloat ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+  auto lo = clip_bound<T>(node, inputs, "min", 1, lowest);
+  if (!lo) return lo.error();
+  auto hi = clip_bound<T>(node, inputs, "max", 2, highest);
+  if (!hi) return hi.error();
+  return ClipBounds<T>{*lo, *hi};
+}
+
+Status clip_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  Tensor* y = ctx.output(0);
+  Status status;
+  const bool supported = dispatch_numeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto bounds = clip_bounds<T>(ctx.node, ctx.inputs);
+    if (!bounds) {
+      status = bounds.error();
+      return;
+    }
+    if (y == nullptr) return;
+    const T lo = bounds->lo, hi = bounds->hi;
+    y->resize(x.dtype(), x.shape());
+    // min(max(x, lo), hi) written so a NaN x stays NaN; lo > hi gives hi everywhere, like numpy and PyTorch.
+    map_values(x.data<T>(), y->data<T>(), x.numel(), [lo, hi](T v) {
+      const T raised = v < lo ? lo : v;
+      return raised > hi ? hi : raised;
+    });
+  });
+  if (!supported) return unsupported_dtype(ctx.node, x.dtype());
+  return status;
+}
+
+// PyTorch's clamp_backward: the gradient passes where lo <= x <= hi (bounds included), 0 elsewhere.
+Status clip_backward(BackwardContext& ctx) {
+  Tensor* gx = ctx.grad_input(0);
+  if (gx == nullptr) return Status::ok();
+  const Tensor& x = *ctx.input(0);
+  const Tensor* gy = ctx.grad_output(0);
+  if (gy == nullptr) {
+    gx->resize_zero(x.dtype(), x.shape());
+    return Status::ok();
+  }
+  Status status;
+  const bool supported = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    auto bounds = clip_bounds<T>(ctx.node, ctx.inputs);
+    if (!bounds) {
+      status = bounds.error();
+      return;
+    }
+    const T lo = bounds->lo, hi = bounds->hi;
+    gx->resize(x.dtype(), x.shape());
+    const T* g = gy->data<T>();
+    const T* px = x.data<T>();
+    T* d = gx->data<T>();
+    for (int64_t i = 0; i < x.numel(); ++i) d[i] = (px[i] >= lo && px[i] <= hi) ? g[i] : T(0);
+  });
+  if (!supported) return non_float_gradient(ctx.node, x.dtype());
+  return status;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Identity copies any dtype.
+
+Status identity_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  if (Tensor* y = ctx.output(0)) y->copy_from(*ctx.input(0));
+  return Status::ok();
+}
+
+Status identity_backward(BackwardContext& ctx) {
+  Tensor* gx = ctx.grad_input(0);
+  if (gx == nullptr) return Status::ok();
+  const Tensor* gy = ctx.grad_output(0);
+  if (gy == nullptr) {
+    gx->resize_zero(ctx.input(0)->dtype(), ctx.input(0)->shape());
+  } else {
+    gx->copy_from(*gy);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+namespace {
+
+// How these ops fail (GRIST.md §2): the condition on an operand and the objective that drives it there.
+constexpr HazardSpec kLogHazards[] = {
+    {0, Failure::LogOfNonPositive, Objective::MinAbs, "input <= 0",
+     "keep the input away from zero: log(clamp(v, min=eps)), or use a fused stable form (log_softmax, logsigmoid)"}};
+constexpr HazardSpec kDivHazards[] = {
+    {1, Failure::DivisionByZero, Objective::MinAbs, "divisor = 0",
+     "guard the divisor: a / clamp(v, min=eps) for a positive v, or a / (v + eps·sign(v))"}};
+constexpr HazardSpec kReciprocalHazards[] = {
+    {0, Failure::DivisionByZero, Objective::MinAbs, "input = 0", "guard the input: 1 / clamp(v, min=eps)"}};
+constexpr HazardSpec kSqrtHazards[] = {
+    {0, Failure::SqrtOfNegative, Objective::Min, "input < 0",
+     "clamp at zero before the root, sqrt(clamp(v, min=0)), or sqrt(v + eps) where the gradient at 0 matters"}};
+constexpr HazardSpec kExpHazards[] = {
+    {0, Failure::ExpOverflow, Objective::NegMax, "input > 88.72",
+     "subtract the maximum before exp (as a stable softmax does) or clamp the input, exp(clamp(v, max=80))"}};
+
+// Pow fails only for some exponents: a constant exponent that is positive and whole is safe.
+std::optional<double> constant_exponent(const Graph& g, const Node& n) {
+  if (!n.has_input(1)) return std::nullopt;
+  const Value& e = g.value(n.inputs[1]);
+  const Tensor* t = e.initial.get();
+  if (!t && e.producer >= 0) {
+    const Node& p = g.nodes[static_cast<size_t>(e.producer)];
+    if (p.op_type == "Constant" && p.attr("value") && p.attr("value")->t) t = p.attr("value")->t.get();
+  }
+  if (!t || t->numel() != 1) return std::nullopt;
+  return t->get_as_double(0);
+}
+bool pow_exponent_may_be_negative(const Graph& g, const Node& n) {
+  auto e = constant_exponent(g, n);
+  return !e || *e < 0;
+}
+bool pow_exponent_may_be_fractional(const Graph& g, const Node& n) {
+  auto e = constant_exponent(g, n);
+  return !e || *e != std::floor(*e);
+}
+constexpr HazardSpec kPowHazards[] = {
+    {0, Failure::PowZeroToNegative, Objective::MinAbs, "base = 0 with a negative exponent",
+     "keep the base away from zero: pow(clamp(v, min=eps), e)", pow_exponent_may_be_negative},
+    {0, Failure::PowNegativeToFraction, Objective::Min, "base < 0 with a fractional exponent",
+     "clamp the base at zero: pow(clamp(v, min=0), e)", pow_exponent_may_be_fractional}};
+
+}  // namespace
+
+void register_elementwise_ops(OpRegistry& r) {
+  const uint32_t first = inputs_mask({0});
+  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first});
+  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first});
+  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first});
+  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first});
+  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first});
+  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards});
+  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards});
+  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards});
+  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards});
+  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first});
+  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first});
+  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first});
+  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first});
+  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first});
+  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first});
+  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first});
+  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first});
+
+  const uint32_t both = inputs_mask({0, 1});
+  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both});
+  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both});
+  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both});
+  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards});
+  r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards});
+
+  r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs});
+  r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs});
+  r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs});
+  r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs});
+
+  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first});
+  r.add(OpDef{"Identity", "", identity_forward, identity_backward, first});
+}
 
 }  // namespace grist

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <optional>
 #include <span>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/hazard.h"
 #include "tensor/tensor.h"
 #include "util/rng.h"
 #include "util/status.h"
@@ -20,7 +22,7 @@ namespace grist {
 // Per-node storage that lives as long as the executor: a kernel may keep what its backward needs
 // (a dropout mask, argmax indices) or scratch buffers, reused every iteration.
 struct NodeState {
-  std::vector<Tensor> saved;
+  std::deque<Tensor> saved;  // a deque: taking a higher slot never moves the slots already handed out
   Tensor& slot(size_t i) {
     if (saved.size() <= i) saved.resize(i + 1);
     return saved[i];
@@ -65,9 +67,10 @@ struct OpDef {
   BackwardFn backward = nullptr;
   // Bit i set: input i can receive a gradient (only float tensors ever do).
   uint32_t differentiable_inputs = 0;
-  // Slots for later issues: the interval transfer (bounds) and the hazard entry with its GRIST template.
+  // How the op can turn finite inputs into NaN/Inf, with the GRIST objective for each way (ops/hazard.h).
+  std::span<const HazardSpec> hazards = {};
+  // Slot for the scan issue: the interval transfer (bounds).
   const void* bounds = nullptr;
-  const void* hazard = nullptr;
 };
 
 constexpr uint32_t inputs_mask(std::initializer_list<int> idx) {

@@ -63,6 +63,12 @@ std::string Shape::str() const { return fmt::format("[{}]", fmt::join(dims(), ",
 
 void Tensor::FreeDeleter::operator()(std::byte* p) const { std::free(p); }
 
+namespace {
+uint64_t g_allocations = 0;  // single-threaded engine; a plain counter is enough
+}
+
+uint64_t Tensor::allocation_count() { return g_allocations; }
+
 void Tensor::resize(DType dtype, const Shape& shape) {
   dtype_ = dtype;
   shape_ = shape;
@@ -72,6 +78,7 @@ void Tensor::resize(DType dtype, const Shape& shape) {
     void* p = std::aligned_alloc(64, rounded);
     if (!p) throw std::bad_alloc();
     data_.reset(static_cast<std::byte*>(p));
+    ++g_allocations;
     capacity_ = rounded;
   }
 }

@@ -60,6 +60,8 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
   bool defined() const { return dtype_ != DType::Undefined; }
   std::size_t capacity_bytes() const { return capacity_; }
+  // How many buffers all tensors have allocated so far (tests check the hot loop allocates none).
+  static uint64_t allocation_count();
 
   template <class T>
   T* data() {

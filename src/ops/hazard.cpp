@@ -1,0 +1,33 @@
+#include "ops/hazard.h"
+
+namespace grist {
+
+std::string_view failure_name(Failure f) {
+  switch (f) {
+    case Failure::LogOfNonPositive: return "log of a non-positive value";
+    case Failure::DivisionByZero: return "division by zero";
+    case Failure::SqrtOfNegative: return "square root of a negative value";
+    case Failure::ExpOverflow: return "exp overflow";
+    case Failure::PowZeroToNegative: return "zero to a negative power";
+    case Failure::PowNegativeToFraction: return "negative base to a fractional power";
+    case Failure::LogSoftmaxSpread: return "log-softmax gap beyond the float range";
+    case Failure::LossZeroDenominator: return "loss mean over zero total weight";
+    case Failure::RangeZeroDelta: return "Range with a zero step";
+  }
+  return "?";
+}
+
+std::string_view objective_name(Objective o) {
+  switch (o) {
+    case Objective::MinAbs: return "min|v|";
+    case Objective::MinAbsOneMinus: return "min|1 - v|";
+    case Objective::NegMax: return "-max(v)";
+    case Objective::Max: return "max(v)";
+    case Objective::Min: return "min(v)";
+    case Objective::NegSpread: return "-(max(v) - min(v))";
+    case Objective::None: return "none";
+  }
+  return "?";
+}
+
+}  // namespace grist
