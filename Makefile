@@ -8,7 +8,7 @@ GRIST := $(BUILD)/grist
 # Debian packages the build and the tests need; see README.md for what each one is for.
 DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config ccache \
   libeigen3-dev libonnx-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev \
-  libtomlplusplus-dev libfmt-dev libzip-dev zlib1g-dev \
+  libtomlplusplus-dev libfmt-dev libzip-dev zlib1g-dev libssl-dev \
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev libonnx-testdata dataset-fashion-mnist
 
 .PHONY: all deps build test demo bench sanitize clean

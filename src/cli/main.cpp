@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "grist 0.1.0");
   Action action;
   add_run_command(app, action);
+  add_hunt_command(app, action);
+  add_replay_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -34,6 +34,7 @@ class Executor {
   const Graph& graph() const { return *graph_; }
   ExecutorOptions& options() { return options_; }
   Rng& rng() { return rng_; }
+  const Rng& rng() const { return rng_; }
 
   // Copies data into a graph input (or overrides an initializer). Checks dtype and declared rank/dims.
   Status set_input(ValueId id, const Tensor& t);

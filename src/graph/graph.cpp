@@ -62,6 +62,33 @@ void Graph::link() {
   }
 }
 
+std::vector<int32_t> Graph::path_to(int32_t from, ValueId to) const {
+  if (from < 0 || to == kNoValue) return {};
+  // Breadth-first over consumers, remembering how each node was reached.
+  std::vector<int32_t> parent(nodes.size(), -2);
+  std::queue<int32_t> todo;
+  parent[static_cast<size_t>(from)] = -1;
+  todo.push(from);
+  while (!todo.empty()) {
+    int32_t n = todo.front();
+    todo.pop();
+    for (ValueId out : nodes[static_cast<size_t>(n)].outputs) {
+      if (out == kNoValue) continue;
+      if (out == to) {
+        std::vector<int32_t> path;
+        for (int32_t at = n; at >= 0; at = parent[static_cast<size_t>(at)]) path.push_back(at);
+        return {path.rbegin(), path.rend()};
+      }
+      for (int32_t c : value(out).consumers)
+        if (parent[static_cast<size_t>(c)] == -2) {
+          parent[static_cast<size_t>(c)] = n;
+          todo.push(c);
+        }
+    }
+  }
+  return {};
+}
+
 Status Graph::sort_topologically() {
   link();
   const size_t n = nodes.size();

@@ -86,6 +86,10 @@ class Graph {
   const Value& value(ValueId id) const { return values[static_cast<size_t>(id)]; }
   Value& value(ValueId id) { return values[static_cast<size_t>(id)]; }
 
+  // The nodes (in order) on a shortest data path from node `from`'s outputs to value `to`, `from` first;
+  // empty when `to` does not depend on it.
+  std::vector<int32_t> path_to(int32_t from, ValueId to) const;
+
   // Recomputes producer/consumer links from the nodes.
   void link();
   // Reorders nodes topologically (stable); fails naming a node on a cycle or an input nobody produces.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
+#include <string>
 
 namespace grist {
 
@@ -28,6 +30,20 @@ class Rng {
   // Uniform integer in [0, n).
   uint64_t below(uint64_t n) { return n == 0 ? 0 : engine_() % n; }
   uint64_t next() { return engine_(); }
+
+  // The full generator state as text, to replay a pass with the same random draws.
+  std::string state() const {
+    std::ostringstream os;
+    os << engine_;
+    return os.str();
+  }
+  bool set_state(const std::string& s) {
+    std::istringstream is(s);
+    std::mt19937_64 e;
+    if (!(is >> e)) return false;
+    engine_ = e;
+    return true;
+  }
 
  private:
   std::mt19937_64 engine_;

@@ -91,6 +91,37 @@ def export(name, model, args, input_names, output_names, dynamic, opset, loss_in
     print("wrote", path)
 
 
+class FreeLogitsLogSoftmax(nn.Module):
+    """GRIST.md §4 known answer: free logits z, loss = -mean(log(softmax(z))) with no parameters."""
+
+    def forward(self, z):
+        return -torch.log(torch.softmax(z, dim=1)).mean()
+
+
+class ToyLogisticRegression(nn.Module):
+    """SUBJECTS.md bug 26: sigmoid(x·W + b) with zero W, b and a hand-written BCE."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(2, 1))
+        self.b = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x, y):
+        h = torch.sigmoid(x.matmul(self.W) + self.b)
+        return -(y * torch.log(h) + (1 - y) * torch.log(1 - h)).mean()
+
+
+def export_hunt_models():
+    """Models of the hunt's known-answer tests (their manifests are committed beside them)."""
+    torch.onnx.export(FreeLogitsLogSoftmax(), (torch.rand(3, 5),), os.path.join(HERE, "free_logits.onnx"),
+                      input_names=["z"], output_names=["loss"], dynamic_axes={"z": {0: "batch"}}, opset_version=13,
+                      do_constant_folding=False)
+    torch.onnx.export(ToyLogisticRegression(), (torch.rand(6, 2), torch.rand(6, 1)),
+                      os.path.join(HERE, "logreg_toy.onnx"), input_names=["x", "y"], output_names=["cost"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=13,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+
+
 def export_bad_models():
     """Models that must be refused with a clear message (built with onnx.helper, no PyTorch)."""
     import onnx
@@ -121,6 +152,7 @@ def export_bad_models():
 
 def main():
     export_bad_models()
+    export_hunt_models()
     torch.manual_seed(0)
     export("mlp", Mlp(), (torch.randn(3, 20),), ["x"], ["y"], {"x": {0: "batch"}, "y": {0: "batch"}}, 13)
     torch.manual_seed(1)

@@ -1,0 +1,55 @@
+// The search's settings: GRIST's experiments.conf keys (same names, same defaults, read as is) plus
+// grist's own, each overridable from a manifest or the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "util/ini.h"
+#include "util/status.h"
+
+namespace grist {
+
+enum class Variant {
+  Grist,     // input steps + training + data switching (the study's GRIST)
+  GristNs,   // the same without data switching (switch_data=False)
+  Original,  // no input steps, a fresh batch every iteration: the program's own behaviour
+  Random,    // uniform random samples in the input range every iteration
+};
+enum class SwitchScore {
+  Score,  // replace the k lowest (U − C + 1)/(I + 1e-7): the study's intended rule
+  Fifo,   // replace the k oldest: what the study's tool actually did
+};
+
+struct SearchConfig {
+  // experiments.conf, section [parameter]
+  double time_limit = 30;       // minutes
+  double change = 0.15;         // ε of the sign step
+  bool decay = false;           // ε_t = max(ε·rate^⌊t/steps⌋, ε·1e-4)
+  int64_t decay_steps = 10000;
+  double decay_rate = 0.5;
+  std::string delta_type = "grist";  // the only kind the study had: sign × ε
+  bool switch_data = true;      // False = GRIST-ns
+  double drop_rate = 0.05;      // fraction of the batch replaced at each switch
+  // grist's own
+  Variant variant = Variant::Grist;
+  SwitchScore switch_score = SwitchScore::Score;
+  int64_t switch_every = 100;   // iterations between switches
+  int64_t max_iterations = 0;   // 0: bounded by time only
+  uint64_t seed = 0;
+  // The study's loop exactly: only the loss (or, without one, the outputs) is checked after the monitored
+  // pass, the training pass is not scanned, and switching is FIFO as its tool shipped.
+  bool faithful = false;
+
+  double epsilon_at(int64_t iteration) const;  // ε for a 1-based iteration, decay applied
+};
+
+// Reads the [parameter] section of an experiments.conf over `config`; unknown keys and bad values are
+// errors naming the file, line and key.
+Status apply_experiments_conf(const IniFile& ini, const std::string& source, SearchConfig& config);
+
+Result<Variant> parse_variant(const std::string& s);      // grist | grist-ns | original | random
+Result<SwitchScore> parse_switch_score(const std::string& s);  // score | fifo
+Result<bool> parse_bool(const std::string& s);             // True/False/true/false/1/0/yes/no
+
+}  // namespace grist

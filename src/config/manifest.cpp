@@ -1,0 +1,400 @@
+#include "config/manifest.h"
+
+#include <filesystem>
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include <toml++/toml.h>
+
+namespace grist {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Reading context: the file and the dotted key path, so every error says where.
+struct Reader {
+  std::string source;
+  fs::path dir;
+
+  Error error(const std::string& key, const std::string& what) const {
+    return make_error("{}: key '{}': {}", source, key, what);
+  }
+
+  Status only_keys(const toml::table& t, const std::string& prefix, const std::set<std::string>& allowed) const {
+    for (auto&& [k, v] : t) {
+      (void)v;
+      std::string key(k.str());
+      if (!allowed.count(key)) {
+        std::string list;
+        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        return error(prefix.empty() ? key : prefix + "." + key, fmt::format("unknown key (expected one of: {})", list));
+      }
+    }
+    return Status::ok();
+  }
+
+  Result<std::string> string(const toml::table& t, const std::string& prefix, const std::string& key,
+                             const std::string& fallback) const {
+    const toml::node* n = t.get(key);
+    if (!n) return fallback;
+    auto v = n->value<std::string>();
+    if (!v) return error(prefix + key, "must be a string");
+    return *v;
+  }
+
+  Result<double> number(const toml::table& t, const std::string& prefix, const std::string& key,
+                        double fallback) const {
+    const toml::node* n = t.get(key);
+    if (!n) return fallback;
+    auto v = n->value<double>();
+    if (!v) return error(prefix + key, "must be a number");
+    return *v;
+  }
+
+  Result<bool> boolean(const toml::table& t, const std::string& prefix, const std::string& key, bool fallback) const {
+    const toml::node* n = t.get(key);
+    if (!n) return fallback;
+    auto v = n->value<bool>();
+    if (!v) return error(prefix + key, "must be true or false");
+    return *v;
+  }
+
+  Result<std::pair<double, double>> pair(const toml::table& t, const std::string& prefix, const std::string& key) const {
+    const toml::array* a = t.get_as<toml::array>(key);
+    if (!a || a->size() != 2) return error(prefix + key, "must be a pair [LO, HI]");
+    auto lo = (*a)[0].value<double>(), hi = (*a)[1].value<double>();
+    if (!lo || !hi) return error(prefix + key, "must hold two numbers");
+    return std::pair{*lo, *hi};
+  }
+
+  std::string resolve(const std::string& p) const { return fs::path(p).is_absolute() ? p : (dir / p).string(); }
+};
+
+// A nested array of numbers → a float64 tensor (rows are samples).
+Result<Tensor> tensor_of_array(const toml::array& a, const Reader& r, const std::string& key) {
+  std::vector<int64_t> dims;
+  const toml::array* level = &a;
+  while (true) {
+    dims.push_back(static_cast<int64_t>(level->size()));
+    if (level->empty() || !(*level)[0].is_array()) break;
+    level = (*level)[0].as_array();
+  }
+  std::vector<double> flat;
+  // Walk recursively, checking every sub-array has the shape of the first.
+  std::function<Status(const toml::array&, size_t)> walk = [&](const toml::array& arr, size_t depth) -> Status {
+    if (static_cast<int64_t>(arr.size()) != dims[depth]) return r.error(key, "rows of different lengths");
+    for (const auto& el : arr) {
+      if (depth + 1 < dims.size()) {
+        if (!el.is_array()) return r.error(key, "rows of different depths");
+        GRIST_TRY(walk(*el.as_array(), depth + 1));
+      } else {
+        auto v = el.value<double>();
+        if (!v) return r.error(key, "holds something that is not a number");
+        flat.push_back(*v);
+      }
+    }
+    return Status::ok();
+  };
+  GRIST_TRY(walk(a, 0));
+  Tensor t(DType::Float64, Shape(dims));
+  std::copy(flat.begin(), flat.end(), t.data<double>());
+  return t;
+}
+
+Result<DType> parse_dtype(const std::string& s) {
+  for (DType d : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8, DType::Bool})
+    if (dtype_name(d) == s) return d;
+  return make_error("unknown dtype '{}' (float32, float64, int64, int32, uint8, bool)", s);
+}
+
+Status read_input(const toml::table& t, const std::string& name, const Reader& r, InputSpec& in) {
+  const std::string p = "inputs." + name + ".";
+  GRIST_TRY(r.only_keys(t, "inputs." + name,
+                        {"role", "source", "values", "uniform", "normal", "scale", "one_hot", "dtype", "range", "redraw"}));
+  in.name = name;
+  auto role = r.string(t, p, "role", "fixed");
+  if (!role) return role.error();
+  if (*role == "data") in.role = InputRole::Data;
+  else if (*role == "label") in.role = InputRole::Label;
+  else if (*role == "fixed") in.role = InputRole::Fixed;
+  else return r.error(p + "role", fmt::format("'{}' is not data, label or fixed", *role));
+
+  auto source = r.string(t, p, "source", t.get("values") ? "values" : "uniform");
+  if (!source) return source.error();
+  const std::string& s = *source;
+  if (s == "values") {
+    const toml::array* a = t.get_as<toml::array>("values");
+    if (!a || a->empty()) return r.error(p + "values", "source = \"values\" needs a non-empty array of rows");
+    auto v = tensor_of_array(*a, r, p + "values");
+    if (!v) return v.error();
+    in.values = std::move(v).value();
+    in.source = "values";
+  } else if (s.rfind("fashion-mnist:", 0) == 0) {
+    static const std::set<std::string> parts{"train-images", "train-labels", "test-images", "test-labels"};
+    std::string part = s.substr(14);
+    if (!parts.count(part)) return r.error(p + "source", fmt::format("unknown part '{}' of fashion-mnist", part));
+    std::string kind = part.substr(part.find('-') + 1);
+    in.file = fmt::format("{}/{}-{}-ubyte.gz", kFashionMnistDir, part.substr(0, part.find('-')),
+                          kind == "images" ? "images-idx3" : "labels-idx1");
+    in.source = "fashion-mnist";
+  } else if (s.rfind("npz:", 0) == 0) {
+    auto colon = s.find(':', 4);
+    if (colon == std::string::npos) return r.error(p + "source", "expected npz:FILE:KEY");
+    in.file = r.resolve(s.substr(4, colon - 4));
+    in.key = s.substr(colon + 1);
+    in.source = "npz";
+  } else if (s.rfind("npy:", 0) == 0) {
+    in.file = r.resolve(s.substr(4));
+    in.source = "npy";
+  } else if (s == "uniform" || s == "normal") {
+    in.source = s;
+    if (t.get(s)) {
+      auto pr = r.pair(t, p, s);
+      if (!pr) return pr.error();
+      (s == "uniform" ? in.uniform_lo : in.normal_mean) = pr->first;
+      (s == "uniform" ? in.uniform_hi : in.normal_std) = pr->second;
+    }
+    if (s == "uniform" && !(in.uniform_lo < in.uniform_hi)) return r.error(p + "uniform", "needs LO < HI");
+  } else {
+    return r.error(p + "source", fmt::format("unknown source '{}' (values, fashion-mnist:PART, npz:FILE:KEY, "
+                                             "npy:FILE, uniform, normal)", s));
+  }
+
+  auto scale = r.number(t, p, "scale", 1.0);
+  if (!scale) return scale.error();
+  in.scale = *scale;
+  auto one_hot = r.number(t, p, "one_hot", 0);
+  if (!one_hot) return one_hot.error();
+  if (*one_hot < 0 || *one_hot != std::floor(*one_hot)) return r.error(p + "one_hot", "must be a positive integer");
+  in.one_hot = static_cast<int64_t>(*one_hot);
+  auto dtype = r.string(t, p, "dtype", "");
+  if (!dtype) return dtype.error();
+  if (!dtype->empty()) {
+    auto d = parse_dtype(*dtype);
+    if (!d) return r.error(p + "dtype", d.message());
+    in.dtype = *d;
+  }
+  auto redraw = r.boolean(t, p, "redraw", false);
+  if (!redraw) return redraw.error();
+  in.redraw = *redraw;
+
+  if (const toml::node* range = t.get("range")) {
+    if (auto str = range->value<std::string>()) {
+      if (*str == "none") in.range = ClipRange::None;
+      else if (*str == "first-batch") in.range = ClipRange::FirstBatch;
+      else return r.error(p + "range", fmt::format("'{}' is not [LO, HI], \"first-batch\" or \"none\"", *str));
+    } else {
+      auto pr = r.pair(t, p, "range");
+      if (!pr) return pr.error();
+      if (!(pr->first <= pr->second)) return r.error(p + "range", "needs LO <= HI");
+      in.range = ClipRange::Explicit;
+      in.lo = pr->first;
+      in.hi = pr->second;
+    }
+    if (in.role != InputRole::Data) return r.error(p + "range", "only a data input is clipped");
+  }
+  return Status::ok();
+}
+
+Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
+  const std::string p = "train.";
+  GRIST_TRY(r.only_keys(t, "train",
+                        {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
+                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout"}));
+  auto opt = r.string(t, p, "optimizer", "none");
+  if (!opt) return opt.error();
+  auto fw = r.string(t, p, "framework", "pytorch");
+  if (!fw) return fw.error();
+  if (*fw != "pytorch" && *fw != "tensorflow") return r.error(p + "framework", "must be pytorch or tensorflow");
+  Framework flavor = *fw == "tensorflow" ? Framework::TensorFlow : Framework::PyTorch;
+  train.enabled = *opt != "none";
+  if (train.enabled) {
+    auto kind = parse_optimizer_kind(*opt);
+    if (!kind) return r.error(p + "optimizer", kind.message());
+    train.optimizer = OptimizerConfig::defaults(*kind, flavor);
+  }
+  OptimizerConfig& c = train.optimizer;
+  for (auto [key, field] : std::initializer_list<std::pair<const char*, double*>>{
+           {"lr", &c.lr}, {"momentum", &c.momentum}, {"beta1", &c.beta1}, {"beta2", &c.beta2}, {"epsilon", &c.epsilon},
+           {"decay", &c.decay}, {"initial_accumulator", &c.initial_accumulator}, {"weight_decay", &c.weight_decay}}) {
+    auto v = r.number(t, p, key, *field);
+    if (!v) return v.error();
+    if (*v < 0) return r.error(p + key, "must not be negative");
+    *field = *v;
+  }
+  for (auto [key, field] : std::initializer_list<std::pair<const char*, bool*>>{{"nesterov", &c.nesterov},
+                                                                                {"centered", &c.centered}}) {
+    auto v = r.boolean(t, p, key, *field);
+    if (!v) return v.error();
+    *field = *v;
+  }
+  if (const toml::node* params = t.get("params")) {
+    if (auto s = params->value<std::string>(); s && *s == "all") {
+      train.all_params = true;
+    } else if (const toml::array* a = params->as_array()) {
+      train.all_params = false;
+      for (const auto& el : *a) {
+        auto name = el.value<std::string>();
+        if (!name) return r.error(p + "params", "must be \"all\" or a list of initializer names");
+        train.params.push_back(*name);
+      }
+    } else {
+      return r.error(p + "params", "must be \"all\" or a list of initializer names");
+    }
+  }
+  auto batch = r.string(t, p, "batch", "updated");
+  if (!batch) return batch.error();
+  if (*batch != "updated" && *batch != "monitored") return r.error(p + "batch", "must be updated or monitored");
+  train.on_updated_batch = *batch == "updated";
+  auto dropout = r.boolean(t, p, "dropout", true);
+  if (!dropout) return dropout.error();
+  train.dropout = *dropout;
+  return Status::ok();
+}
+
+Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
+  // experiments.conf keys take the same path as the INI file, so their checks are shared.
+  IniFile ini;
+  int fake_line = 0;
+  for (auto&& [k, v] : t) {
+    std::string key(k.str());
+    ++fake_line;
+    if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
+        key == "seed" || key == "target")
+      continue;
+    std::string text;
+    if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
+    else if (auto d = v.value<double>()) text = fmt::format("{}", *d);
+    else if (auto s = v.value<std::string>()) text = *s;
+    else return r.error("search." + key, "must be a number, a boolean or a string");
+    ini["parameter"][key] = IniEntry{text, fake_line};
+  }
+  auto st = apply_experiments_conf(ini, r.source + " [search]", m.search);
+  if (!st) return st;
+  const std::string p = "search.";
+  auto variant = r.string(t, p, "variant", "");
+  if (!variant) return variant.error();
+  if (!variant->empty()) {
+    auto v = parse_variant(*variant);
+    if (!v) return r.error(p + "variant", v.message());
+    m.search.variant = *v;
+  }
+  auto score = r.string(t, p, "switch_score", "");
+  if (!score) return score.error();
+  if (!score->empty()) {
+    auto s = parse_switch_score(*score);
+    if (!s) return r.error(p + "switch_score", s.message());
+    m.search.switch_score = *s;
+  }
+  for (auto [key, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
+           {"switch_every", &m.search.switch_every}, {"max_iterations", &m.search.max_iterations}}) {
+    auto v = r.number(t, p, key, static_cast<double>(*field));
+    if (!v) return v.error();
+    if (*v < 0 || *v != std::floor(*v)) return r.error(p + key, "must be a non-negative integer");
+    *field = static_cast<int64_t>(*v);
+  }
+  if (m.search.switch_every == 0) return r.error(p + "switch_every", "must be positive");
+  auto seed = r.number(t, p, "seed", static_cast<double>(m.search.seed));
+  if (!seed) return seed.error();
+  if (*seed < 0 || *seed != std::floor(*seed)) return r.error(p + "seed", "must be a non-negative integer");
+  m.search.seed = static_cast<uint64_t>(*seed);
+  auto target = r.string(t, p, "target", "");
+  if (!target) return target.error();
+  m.target = *target;
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    const auto& where = e.source().begin;
+    if (!fs::exists(path)) return make_error("{}: cannot open file", path);
+    return make_error("{}:{}:{}: not valid TOML: {}", path, where.line, where.column, e.description());
+  }
+  Reader r{path, fs::path(path).parent_path()};
+  Manifest m;
+  m.path = path;
+  m.search = base;
+  GRIST_TRY(r.only_keys(root, "", {"model", "loss", "inputs", "batch", "train", "monitor", "numerics", "search", "expect"}));
+  auto model = r.string(root, "", "model", "");
+  if (!model) return model.error();
+  if (model->empty()) return r.error("model", "is required (the ONNX file, relative to the manifest)");
+  m.model = r.resolve(*model);
+  auto loss = r.string(root, "", "loss", "");
+  if (!loss) return loss.error();
+  m.loss = *loss;
+
+  if (const toml::node* inputs = root.get("inputs")) {
+    if (!inputs->is_table()) return r.error("inputs", "must be a table of [inputs.NAME] tables");
+    for (auto&& [k, v] : *inputs->as_table()) {
+      std::string name(k.str());
+      if (!v.is_table()) return r.error("inputs." + name, "must be a table");
+      InputSpec in;
+      GRIST_TRY(read_input(*v.as_table(), name, r, in));
+      m.inputs[name] = std::move(in);
+    }
+  }
+  if (const toml::table* batch = root.get_as<toml::table>("batch")) {
+    GRIST_TRY(r.only_keys(*batch, "batch", {"size", "shuffle"}));
+    auto size = r.number(*batch, "batch.", "size", 0);
+    if (!size) return size.error();
+    if (*size < 1 || *size != std::floor(*size)) return r.error("batch.size", "must be a positive integer");
+    m.batch_size = static_cast<int64_t>(*size);
+    auto shuffle = r.boolean(*batch, "batch.", "shuffle", true);
+    if (!shuffle) return shuffle.error();
+    m.shuffle = *shuffle;
+  }
+  if (const toml::table* train = root.get_as<toml::table>("train")) GRIST_TRY(read_train(*train, r, m.train));
+  if (m.train.enabled && m.loss.empty()) return r.error("train.optimizer", "training needs a `loss` output");
+  if (const toml::table* mon = root.get_as<toml::table>("monitor")) {
+    GRIST_TRY(r.only_keys(*mon, "monitor", {"dropout"}));
+    auto d = r.boolean(*mon, "monitor.", "dropout", false);
+    if (!d) return d.error();
+    m.monitor_dropout = *d;
+  }
+  if (const toml::table* num = root.get_as<toml::table>("numerics")) {
+    GRIST_TRY(r.only_keys(*num, "numerics", {"ftz"}));
+    auto f = r.boolean(*num, "numerics.", "ftz", false);
+    if (!f) return f.error();
+    m.ftz = *f;
+  }
+  if (const toml::table* search = root.get_as<toml::table>("search")) GRIST_TRY(read_search(*search, r, m));
+  if (const toml::table* ex = root.get_as<toml::table>("expect")) {
+    GRIST_TRY(r.only_keys(*ex, "expect", {"op", "node", "study_iterations", "study_seconds", "note", "counter_offset",
+                                           "counter_step"}));
+    for (auto [key, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
+             {"counter_offset", &m.expect.counter_offset}, {"counter_step", &m.expect.counter_step}}) {
+      auto v = r.number(*ex, "expect.", key, static_cast<double>(*field));
+      if (!v) return v.error();
+      if (*v != std::floor(*v)) return r.error(std::string("expect.") + key, "must be an integer");
+      *field = static_cast<int64_t>(*v);
+    }
+    for (auto [key, field] : std::initializer_list<std::pair<const char*, std::string*>>{
+             {"op", &m.expect.op}, {"node", &m.expect.node}, {"note", &m.expect.note}}) {
+      auto v = r.string(*ex, "expect.", key, "");
+      if (!v) return v.error();
+      *field = *v;
+    }
+    if (ex->get("study_iterations")) {
+      auto v = r.number(*ex, "expect.", "study_iterations", 0);
+      if (!v) return v.error();
+      m.expect.study_iterations = static_cast<int64_t>(*v);
+    }
+    if (ex->get("study_seconds")) {
+      auto v = r.number(*ex, "expect.", "study_seconds", 0);
+      if (!v) return v.error();
+      m.expect.study_seconds = *v;
+    }
+  }
+  return m;
+}
+
+}  // namespace grist

@@ -1,0 +1,77 @@
+// The per-model manifest (TOML, docs/MANIFEST.md): what each input means, where data comes from, how the
+// model trains, the search settings and what the study measured.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/optimizers.h"
+#include "config/config.h"
+#include "tensor/tensor.h"
+#include "util/status.h"
+
+namespace grist {
+
+enum class InputRole { Data, Label, Fixed };
+enum class ClipRange { None, Explicit, FirstBatch };
+
+struct InputSpec {
+  std::string name;
+  InputRole role = InputRole::Fixed;
+  // Source kinds: "values", "fashion-mnist", "npz", "npy", "uniform", "normal".
+  std::string source = "uniform";
+  std::string file;              // npz/npy file (absolute) or the IDX file of fashion-mnist
+  std::string key;               // npz entry
+  Tensor values;                 // source = values: rows are samples (float64 as written)
+  double uniform_lo = 0, uniform_hi = 1;
+  double normal_mean = 0, normal_std = 1;
+  double scale = 1;
+  int64_t one_hot = 0;
+  DType dtype = DType::Undefined;  // Undefined: the model input's
+  ClipRange range = ClipRange::None;
+  double lo = 0, hi = 0;         // with ClipRange::Explicit
+  bool redraw = false;
+  bool sampled() const { return source == "uniform" || source == "normal"; }
+};
+
+struct TrainSpec {
+  bool enabled = false;          // an optimizer other than none
+  OptimizerConfig optimizer;
+  bool all_params = true;
+  std::vector<std::string> params;
+  bool on_updated_batch = true;  // false: the batch just monitored
+  bool dropout = true;
+};
+
+struct Expectation {
+  std::string op, node, note;
+  std::optional<int64_t> study_iterations;
+  std::optional<double> study_seconds;
+  // How the study's program counted iterations: it reported counter_offset + counter_step × (grist's
+  // 1-based iteration). Its PyTorch toys incremented before checking (offset 1); its RBMs counted 2 a loop.
+  int64_t counter_offset = 0;
+  int64_t counter_step = 1;
+  int64_t study_count(int64_t iteration) const { return counter_offset + counter_step * iteration; }
+};
+
+struct Manifest {
+  std::string path;              // the manifest file
+  std::string model;             // absolute or relative to the working directory
+  std::string loss;              // output name, empty: none
+  std::map<std::string, InputSpec> inputs;
+  int64_t batch_size = 0;        // 0: decided from the model or the command line
+  bool shuffle = true;
+  TrainSpec train;
+  bool monitor_dropout = false;
+  bool ftz = false;
+  SearchConfig search;
+  std::string target;            // hunt only this hazard (node name), empty: all
+  Expectation expect;
+};
+
+// Reads a manifest over `base` (the experiments.conf settings); every error names the file and key.
+Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base = {});
+
+}  // namespace grist

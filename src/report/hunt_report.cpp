@@ -1,0 +1,126 @@
+#include "report/hunt_report.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/run_report.h"
+
+namespace grist {
+
+namespace {
+
+const HazardSite* site_by_id(const HuntReport& r, int id) {
+  for (const auto& s : r.hazards)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+std::string chain_text(const Graph& g, const HazardOutcome& o, const HuntContext& c) {
+  if (o.event.node < 0) return "";
+  ValueId target = c.loss.empty() ? (g.outputs.empty() ? kNoValue : g.outputs[0]) : g.find_value(c.loss);
+  auto path = g.path_to(o.event.node, target);
+  if (path.empty()) return "";
+  std::vector<std::string> names;
+  for (int32_t n : path) names.push_back(fmt::format("{} '{}'", g.nodes[static_cast<size_t>(n)].op_type,
+                                                     g.nodes[static_cast<size_t>(n)].name));
+  names.push_back(fmt::format("'{}'", g.value(target).name));
+  return fmt::format("{}", fmt::join(names, " -> "));
+}
+
+}  // namespace
+
+std::string violated_condition(const HuntReport& r, const HazardOutcome& o) {
+  const NonFiniteEvent& e = o.event;
+  const HazardSite* s = site_by_id(r, o.fired_site);
+  if (s && !e.in_backward) {
+    const auto k = static_cast<size_t>(s->operand);
+    if (k < e.inputs.size() && e.inputs[k].has_value)
+      return fmt::format("{} at [{}] = {}", s->condition, fmt::join(e.first_index, ", "), e.inputs[k].value);
+    return s->condition;
+  }
+  return e.describe();
+}
+
+std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
+  std::string out;
+  out += fmt::format("model {}: {} hazard{} ", c.model, r.hazards.size(), r.hazards.size() == 1 ? "" : "s");
+  if (r.hazards.empty()) return out + "- no op that can produce NaN/Inf; nothing to hunt\n";
+  out += "\n";
+  for (const auto& s : r.hazards)
+    out += fmt::format("  {}  objective {} on '{}'{}\n", s.label(), objective_name(s.objective),
+                       g.value(s.objective_value).name, s.pattern.empty() ? "" : "  [" + s.pattern + "]");
+  for (size_t i = 0; i < r.outcomes.size(); ++i) {
+    const HazardOutcome& o = r.outcomes[i];
+    out += "\n" + o.site.label() + "\n";
+    if (!o.skipped.empty()) {
+      out += fmt::format("  not hunted: {}\n", o.skipped);
+      continue;
+    }
+    if (!o.triggered) {
+      out += fmt::format("  not triggered: {} iterations in {:.2f} s (budget {:.1f} s), last objective {:.6g}\n",
+                         o.iterations, o.seconds, o.budget_s, o.objective);
+      continue;
+    }
+    out += fmt::format("  TRIGGERED at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}\n",
+                       o.iterations, o.seconds, o.seconds_since_start, pass_name(o.pass), o.strategy);
+    out += fmt::format("  producer: {} '{}' -> '{}' {}: {} NaN, {} +Inf, {} -Inf\n", o.event.op_type + (o.event.in_backward && o.pass != TriggerPass::OptimizerStep ? " gradient" : ""),
+                       o.event.node_name, o.event.value_name, o.event.shape.str(), o.event.counts.nan,
+                       o.event.counts.pos_inf, o.event.counts.neg_inf);
+    out += fmt::format("  violated: {}\n", violated_condition(r, o));
+    if (o.fired_site != o.site.id) {
+      const HazardSite* fired = site_by_id(r, o.fired_site);
+      out += fired ? fmt::format("  note: hunting {} triggered hazard {} first\n", o.site.label(), fired->label())
+                   : "  note: the producer is not one of the listed hazard sites\n";
+    }
+    std::string chain = chain_text(g, o, c);
+    if (!chain.empty()) out += fmt::format("  chain: {}\n", chain);
+    const HazardSite* fired = site_by_id(r, o.fired_site);
+    if (fired && !fired->fix_hint.empty()) out += fmt::format("  fix: {}\n", fired->fix_hint);
+    auto w = c.witnesses.find(static_cast<int>(i));
+    if (w != c.witnesses.end())
+      out += fmt::format("  witness: {}\n  replay: grist replay {}\n", w->second.npz, w->second.json);
+  }
+  int triggered = 0;
+  for (const auto& o : r.outcomes) triggered += o.triggered;
+  out += fmt::format("\n{} of {} hunted hazard{} triggered in {:.2f} s\n", triggered, r.outcomes.size(),
+                     r.outcomes.size() == 1 ? "" : "s", r.seconds);
+  return out;
+}
+
+nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c) {
+  nlohmann::json j;
+  j["model"] = c.model;
+  j["seconds"] = r.seconds;
+  j["hazards"] = nlohmann::json::array();
+  for (const auto& s : r.hazards)
+    j["hazards"].push_back({{"id", s.id},
+                            {"node", s.node_name},
+                            {"op", s.op_type},
+                            {"condition", s.condition},
+                            {"failure", std::string(failure_name(s.failure))},
+                            {"objective", std::string(objective_name(s.objective))},
+                            {"objective_on", g.value(s.objective_value).name},
+                            {"pattern", s.pattern},
+                            {"fix", s.fix_hint}});
+  j["outcomes"] = nlohmann::json::array();
+  for (size_t i = 0; i < r.outcomes.size(); ++i) {
+    const HazardOutcome& o = r.outcomes[i];
+    nlohmann::json x{{"hazard", o.site.id}, {"triggered", o.triggered}, {"iterations", o.iterations},
+                     {"seconds", o.seconds}, {"seconds_since_start", o.seconds_since_start},
+                     {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy}};
+    if (!o.skipped.empty()) x["skipped"] = o.skipped;
+    if (o.triggered) {
+      x["pass"] = std::string(pass_name(o.pass));
+      x["producer"] = to_json(o.event);
+      x["fired_hazard"] = o.fired_site;
+      x["violated"] = violated_condition(r, o);
+      x["chain"] = chain_text(g, o, c);
+      auto w = c.witnesses.find(static_cast<int>(i));
+      if (w != c.witnesses.end()) x["witness"] = {{"npz", w->second.npz}, {"json", w->second.json}};
+    }
+    j["outcomes"].push_back(x);
+  }
+  return j;
+}
+
+}  // namespace grist

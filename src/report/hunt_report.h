@@ -1,0 +1,29 @@
+// The report of `grist hunt`, per hazard: triggered or not, when, where (the producer, the violated
+// condition, the chain to the loss), how to fix it, and the witness saved.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/graph.h"
+#include "report/witness.h"
+#include "search/hunt.h"
+
+namespace grist {
+
+struct HuntContext {
+  std::string model;
+  std::string loss;                               // empty: the chain goes to the first output
+  std::map<int, WitnessFiles> witnesses;          // by outcome index
+  double process_seconds = 0;
+};
+
+std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c);
+nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c);
+
+// "Log input ≤ 0 at [17, 3] = 0" for a producer whose op has a hazard entry; otherwise the event itself.
+std::string violated_condition(const HuntReport& r, const HazardOutcome& o);
+
+}  // namespace grist

@@ -1,0 +1,382 @@
+#include "search/hunt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstring>
+#include <numeric>
+#include <optional>
+
+#include "data/dataset.h"
+#include "engine/executor.h"
+#include "engine/optimizers.h"
+#include "search/sign_step.h"
+#include "search/switching.h"
+
+namespace grist {
+
+std::string_view pass_name(TriggerPass p) {
+  switch (p) {
+    case TriggerPass::Monitored: return "monitored forward";
+    case TriggerPass::TrainingForward: return "training forward";
+    case TriggerPass::TrainingBackward: return "training backward";
+    case TriggerPass::OptimizerStep: return "optimizer step";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string optimizer_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return "SGD";
+    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::Adagrad: return "Adagrad";
+    case OptimizerKind::RMSProp: return "RMSProp";
+  }
+  return "optimizer";
+}
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// One hazard's search: the loop of GRIST.md §3 on a fresh copy of the model.
+class TargetSearch {
+ public:
+  TargetSearch(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites, const HazardSite& target)
+      : g_(g), o_(o), m_(o.manifest), cfg_(o.manifest.search), sites_(sites), target_(target) {}
+
+  Result<HazardOutcome> run(double budget_s, int index, int count);
+
+ private:
+  Status setup();
+  Status feed(const Batch& b);
+  Status input_step(int64_t it);
+  Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
+  Status switch_rows(int64_t it);
+  bool monitored_pass_failed() const;
+  void record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed, bool dropout,
+                      const Rng& rng_before);
+  int site_of(int32_t node) const {
+    for (const auto& s : sites_)
+      if (s.node == node) return s.id;
+    return 0;
+  }
+
+  const Graph& g_;
+  const HuntOptions& o_;
+  const Manifest& m_;
+  SearchConfig cfg_;
+  const std::vector<HazardSite>& sites_;
+  const HazardSite& target_;
+
+  std::optional<Executor> ex_;
+  std::optional<Dataset> data_;
+  std::optional<Optimizer> opt_;
+  std::vector<ValueId> params_;
+  ValueId loss_ = kNoValue;
+  Batch batch_;                 // the persistent batch
+  std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
+  std::vector<std::string> data_inputs_, switched_inputs_;
+  RowHistory history_;
+  Tensor seed_;
+  double objective_ = 0;
+};
+
+Status TargetSearch::setup() {
+  ExecutorOptions eo;
+  eo.flush_denormals = m_.ftz;
+  eo.seed = cfg_.seed;
+  auto ex = Executor::create(g_, eo);
+  if (!ex) return ex.error();
+  ex_.emplace(std::move(ex).value());
+  auto data = Dataset::create(m_, g_, o_.batch_size, cfg_.seed);
+  if (!data) return data.error();
+  data_.emplace(std::move(data).value());
+  GRIST_TRY(data_->next_batch(batch_));
+
+  data_inputs_.clear();
+  switched_inputs_.clear();
+  for (const auto& name : data_->input_names()) {
+    const InputSpec& spec = data_->spec(name);
+    if (spec.role == InputRole::Fixed) continue;
+    switched_inputs_.push_back(name);
+    if (spec.role != InputRole::Data) continue;
+    data_inputs_.push_back(name);
+    const Tensor& x = batch_.at(name);
+    GRIST_CHECK(is_float(x.dtype()), "input '{}' is searched (role data) but holds {} values; only float inputs can "
+                "be stepped", name, dtype_name(x.dtype()));
+    if (spec.range == ClipRange::Explicit) {
+      clip_[name] = {spec.lo, spec.hi};
+    } else if (spec.range == ClipRange::FirstBatch) {
+      double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        lo = std::min(lo, x.get_as_double(i));
+        hi = std::max(hi, x.get_as_double(i));
+      }
+      clip_[name] = {lo, hi};
+    }
+  }
+  history_.reset(o_.batch_size);
+
+  if (!m_.loss.empty()) {
+    loss_ = g_.find_value(m_.loss);
+    GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
+  }
+  if (m_.train.enabled) {
+    if (m_.train.all_params) {
+      for (ValueId id : g_.initializers)
+        if (is_float(g_.value(id).dtype)) params_.push_back(id);
+    } else {
+      for (const auto& name : m_.train.params) {
+        ValueId id = g_.find_value(name);
+        GRIST_CHECK(id != kNoValue && g_.value(id).kind == ValueKind::Initializer,
+                    "{}: train.params names '{}', which is not a weight (initializer) of the model", m_.path, name);
+        params_.push_back(id);
+      }
+    }
+    opt_.emplace(m_.train.optimizer, params_);
+  }
+  return Status::ok();
+}
+
+// grist checks every node; the faithful loop only the loss (or the outputs), as the study did.
+bool TargetSearch::monitored_pass_failed() const {
+  if (!cfg_.faithful) return ex_->forward_event().found;
+  if (loss_ != kNoValue) return !all_finite(ex_->value(loss_));
+  for (ValueId out : g_.outputs)
+    if (!all_finite(ex_->value(out))) return true;
+  return false;
+}
+
+Status TargetSearch::feed(const Batch& b) {
+  for (const auto& [name, t] : b) GRIST_TRY(ex_->set_input(name, t));
+  return Status::ok();
+}
+
+// x ← clip(x − ε·sign(∂O/∂x), lo, hi) on every data input.
+Status TargetSearch::input_step(int64_t it) {
+  const double eps = cfg_.epsilon_at(it);
+  for (const auto& name : data_inputs_) {
+    const Tensor* grad = ex_->grad(g_.find_value(name));
+    if (!grad) continue;  // the objective does not depend on this input
+    auto clip = clip_.find(name);
+    RowStepStats stats = sign_step(batch_.at(name), *grad, eps,
+                                   clip == clip_.end() ? std::nullopt : std::optional(clip->second));
+    history_.add(stats.updated, stats.clipped);
+  }
+  return Status::ok();
+}
+
+void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed,
+                                  bool dropout, const Rng& rng_before) {
+  out.triggered = true;
+  out.pass = pass;
+  out.event = e;
+  out.fired_site = site_of(e.node);
+  out.witness.inputs = fed;
+  out.witness.pass = pass;
+  out.witness.dropout = dropout;
+  out.witness.rng_state = rng_before.state();
+  out.witness.weights.clear();
+  if (opt_ && opt_->steps_taken() > 0)
+    for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
+}
+
+Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
+  const Rng rng_before = ex_->rng();  // a copy, serialised only on a trigger
+  std::map<std::string, Tensor> before;  // weights as the training pass saw them, for the witness
+  if (!reuse_monitored_pass) {
+    ex_->options().dropout_training = m_.train.dropout;
+    GRIST_TRY(feed(fed));
+    GRIST_TRY(ex_->forward());
+    if (!cfg_.faithful && ex_->forward_event().found) {
+      record_trigger(out, TriggerPass::TrainingForward, ex_->forward_event(), fed, m_.train.dropout, rng_before);
+      fired = true;
+      return Status::ok();
+    }
+  }
+  GRIST_TRY(ex_->backward(loss_));
+  if (!cfg_.faithful && ex_->backward_event().found) {
+    record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), fed, m_.train.dropout, rng_before);
+    fired = true;
+    return Status::ok();
+  }
+  // Keep the weights the pass used: the optimizer may be the producer.
+  for (ValueId id : params_) before[g_.value(id).name] = ex_->value(id);
+  GRIST_TRY(opt_->step(*ex_));
+  for (ValueId id : params_) {
+    const Tensor& w = ex_->value(id);
+    if (cfg_.faithful || all_finite(w)) continue;
+    NonFiniteEvent e;
+    e.found = true;
+    e.in_backward = true;
+    e.node_name = "optimizer";
+    e.op_type = optimizer_name(m_.train.optimizer.kind);
+    e.value_name = g_.value(id).name;
+    e.shape = w.shape();
+    e.dtype = w.dtype();
+    e.counts = count_nonfinite(w);
+    e.first_value = w.get_as_double(e.counts.first_index);
+    record_trigger(out, TriggerPass::OptimizerStep, e, fed, m_.train.dropout, rng_before);
+    out.witness.weights = before;
+    fired = true;
+    return Status::ok();
+  }
+  return Status::ok();
+}
+
+// Every switch_every iterations, k rows of the persistent batch (with their labels) are replaced by the
+// first k rows of the next batch.
+Status TargetSearch::switch_rows(int64_t it) {
+  const int64_t n = o_.batch_size;
+  const int64_t k = rows_to_switch(cfg_.drop_rate, n);
+  if (k <= 0) return Status::ok();
+  std::vector<int64_t> rows = choose_rows(history_, it, k, cfg_.switch_score);
+  Batch fresh;
+  GRIST_TRY(data_->next_batch(fresh));
+  for (const auto& name : switched_inputs_) {
+    Tensor& dst = batch_.at(name);
+    const Tensor& src = fresh.at(name);
+    if (dst.rank() == 0 || dst.shape()[0] != n) continue;  // not batched
+    const size_t row_bytes = dst.nbytes() / static_cast<size_t>(n);
+    for (size_t j = 0; j < rows.size(); ++j)
+      std::memcpy(dst.raw() + static_cast<size_t>(rows[j]) * row_bytes, src.raw() + j * row_bytes, row_bytes);
+  }
+  for (int64_t r : rows) history_.entered_at(r, it);
+  return Status::ok();
+}
+
+Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
+  HazardOutcome out;
+  out.site = target_;
+  out.budget_s = budget_s;
+  const bool steps = cfg_.variant == Variant::Grist || cfg_.variant == Variant::GristNs;
+  out.strategy = steps ? "grist" : (cfg_.variant == Variant::Original ? "original" : "random");
+  if (steps && target_.objective == Objective::None) {
+    out.skipped = "no objective reaches it by stepping data inputs (it depends on labels or weights only)";
+    return out;
+  }
+  GRIST_TRY(setup());
+  if (steps && data_inputs_.empty()) {
+    out.skipped = "the manifest marks no input as data (role = \"data\"): nothing to search";
+    return out;
+  }
+  const auto start = Clock::now();
+  auto last_progress = start;
+  const bool switching = cfg_.variant == Variant::Grist && cfg_.switch_data;
+  // The training step can reuse the monitored pass when it trains on that very batch in the same mode.
+  const bool reuse = m_.train.enabled && !m_.train.on_updated_batch && m_.train.dropout == m_.monitor_dropout;
+
+  for (int64_t it = 1;; ++it) {
+    const double elapsed = seconds_between(start, Clock::now());
+    if (elapsed >= budget_s || (cfg_.max_iterations > 0 && it > cfg_.max_iterations)) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      break;
+    }
+    if (o_.on_progress && seconds_between(last_progress, Clock::now()) >= 0.1) {
+      last_progress = Clock::now();
+      o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_});
+    }
+    GRIST_TRY(data_->redraw(batch_));
+    if (cfg_.variant == Variant::Random) {
+      for (const auto& name : data_inputs_) {
+        Tensor& x = batch_.at(name);
+        auto c = clip_.find(name);
+        double lo = c != clip_.end() ? c->second.first : 0.0, hi = c != clip_.end() ? c->second.second : 1.0;
+        for (int64_t i = 0; i < x.numel(); ++i)
+          dispatch_float(x.dtype(), [&](auto tag) {
+            x.data<decltype(tag)>()[i] = static_cast<decltype(tag)>(ex_->rng().uniform(lo, hi));
+          });
+      }
+    }
+
+    // 1. Monitored forward, every node scanned.
+    const Rng rng_before = ex_->rng();  // a copy, serialised only on a trigger
+    ex_->options().dropout_training = m_.monitor_dropout;
+    GRIST_TRY(feed(batch_));
+    GRIST_TRY(ex_->forward());
+    auto finish = [&](void) {
+      out.iterations = it;
+      out.seconds = seconds_between(start, Clock::now());
+      out.seconds_since_start = seconds_between(o_.process_start, Clock::now());
+      out.objective = objective_;
+    };
+    if (monitored_pass_failed()) {
+      record_trigger(out, TriggerPass::Monitored, ex_->forward_event(), batch_, m_.monitor_dropout, rng_before);
+      finish();
+      return out;
+    }
+    Batch monitored;
+    if (m_.train.enabled && !m_.train.on_updated_batch) monitored = batch_;
+
+    // 2. The input step against the objective's gradient.
+    if (steps) {
+      ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), seed_);
+      objective_ = ov.value;
+      if (ov.index >= 0) {
+        const Tensor* seed = &seed_;
+        GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
+                                std::span<const Tensor* const>(&seed, 1)));
+        GRIST_TRY(input_step(it));
+      }
+    }
+
+    // 3. The model's own training step.
+    if (m_.train.enabled) {
+      bool fired = false;
+      const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored;
+      GRIST_TRY(train_step(fed, reuse, out, fired));
+      if (fired) {
+        finish();
+        return out;
+      }
+    }
+
+    // 4. Data: switching (GRIST), or a fresh batch every iteration (original, random).
+    if (switching && it % cfg_.switch_every == 0) GRIST_TRY(switch_rows(it));
+    if (cfg_.variant == Variant::Original || cfg_.variant == Variant::Random) GRIST_TRY(data_->next_batch(batch_));
+  }
+  out.seconds_since_start = seconds_between(o_.process_start, Clock::now());
+  out.objective = objective_;
+  return out;
+}
+
+}  // namespace
+
+Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
+  HuntReport report;
+  const auto start = Clock::now();
+  report.hazards = find_hazards(g);
+  std::vector<const HazardSite*> targets;
+  for (const auto& s : report.hazards)
+    if (o.manifest.target.empty() || s.node_name == o.manifest.target || std::to_string(s.id) == o.manifest.target)
+      targets.push_back(&s);
+  if (!o.manifest.target.empty() && targets.empty())
+    return make_error("--target '{}' names no hazard of the model (hazards: {})", o.manifest.target, [&] {
+      std::string list;
+      for (const auto& s : report.hazards) list += (list.empty() ? "" : ", ") + s.label();
+      return list.empty() ? std::string("none") : list;
+    }());
+  // The time limit is shared: each hazard gets an equal part of what is left when its turn comes, so time
+  // a quick trigger did not use goes to the hazards after it.
+  const double total_s = o.manifest.search.time_limit * 60.0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const double left = total_s - seconds_between(start, Clock::now());
+    const double budget = std::max(0.0, left / static_cast<double>(targets.size() - i));
+    TargetSearch search(g, o, report.hazards, *targets[i]);
+    auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(targets.size()));
+    if (!outcome) return outcome.error();
+    bool fired = outcome->triggered;
+    report.outcomes.push_back(std::move(outcome).value());
+    if (fired && !o.all) break;
+  }
+  report.seconds = seconds_between(start, Clock::now());
+  return report;
+}
+
+}  // namespace grist

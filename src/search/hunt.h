@@ -1,0 +1,79 @@
+// grist hunt: the GRIST search (GRIST.md §3) over every hazard of a model, on grist's engine, with the
+// first NaN/Inf producer named in every pass the loop runs and the inputs that triggered it kept.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/hazards.h"
+#include "config/manifest.h"
+#include "engine/nonfinite.h"
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+
+namespace grist {
+
+enum class TriggerPass {
+  Monitored,         // the monitored forward on the persistent batch
+  TrainingForward,   // the training step's own forward
+  TrainingBackward,  // the training step's gradients
+  OptimizerStep,     // the optimizer wrote a non-finite weight from finite gradients
+};
+std::string_view pass_name(TriggerPass p);
+
+struct Progress {
+  int hazard_index = 0;   // 1-based among the hazards hunted
+  int hazard_count = 0;
+  std::string hazard;     // the target's label
+  int64_t iteration = 0;
+  double elapsed_s = 0;   // in this hazard's search
+  double budget_s = 0;    // this hazard's share of the time limit
+  double objective = 0;   // the last objective value
+};
+
+struct HuntOptions {
+  Manifest manifest;       // inputs, training, search settings
+  int64_t batch_size = 1;
+  bool all = false;        // go on after the first trigger
+  std::function<void(const Progress&)> on_progress;  // called about every 0.1 s
+  std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
+};
+
+// What reproduces a trigger: the data fed to the pass that produced the first non-finite value, and the
+// weights as they were then when training had changed them.
+struct Witness {
+  std::map<std::string, Tensor> inputs;
+  std::map<std::string, Tensor> weights;  // empty when no training step ran
+  TriggerPass pass = TriggerPass::Monitored;
+  bool dropout = false;                   // dropout mode of that pass
+  std::string rng_state;                  // the engine's generator before that pass (dropout masks)
+};
+
+struct HazardOutcome {
+  HazardSite site;             // the hazard hunted
+  bool triggered = false;
+  std::string skipped;         // non-empty: why it was not hunted
+  int64_t iterations = 0;      // 1-based iteration of the trigger, or iterations run
+  double seconds = 0;          // from the start of this hazard's search
+  double seconds_since_start = 0;  // from process start
+  double budget_s = 0;
+  double objective = 0;        // the last objective value
+  TriggerPass pass = TriggerPass::Monitored;
+  NonFiniteEvent event;        // the first producer
+  int fired_site = 0;          // id of the hazard site whose node produced it (0: another node)
+  std::string strategy;        // which strategy found it ("grist", "original", "random")
+  Witness witness;
+};
+
+struct HuntReport {
+  std::vector<HazardSite> hazards;
+  std::vector<HazardOutcome> outcomes;
+  double seconds = 0;
+};
+
+Result<HuntReport> hunt(const Graph& g, const HuntOptions& options);
+
+}  // namespace grist
