@@ -852,6 +852,12 @@ Status range_forward(ForwardContext& c) {
 
 }  // namespace
 
+namespace {
+// Range with a zero step never ends in the frameworks (grist's kernel refuses it with an error).
+constexpr HazardSpec kRangeHazards[] = {
+    {2, Failure::RangeZeroDelta, Objective::MinAbs, "delta = 0", "check the step is non-zero before Range / arange"}};
+}  // namespace
+
 void register_shape_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
   r.add(OpDef{"Reshape", "", reshape_forward, reshape_like_backward, data_only});
@@ -871,7 +877,7 @@ void register_shape_ops(OpRegistry& r) {
   r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
   r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only});
   r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only});
-  r.add(OpDef{"Range", "", range_forward, nullptr, 0});
+  r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
 }
 
 }  // namespace grist

@@ -1,8 +1,412 @@
+// Softmax, LogSoftmax, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+//
+// These are where models most often turn finite inputs into inf/NaN (log of an underflowed softmax,
+// a loss mean over zero weight), so the arithmetic is kept exactly IEEE in the tensor's own type:
+// softmax = exp(x − max) / Σ exp(x − max) in float32 for float32 (an entry more than ~103 below its row
+// max underflows to exactly 0, denormals kept), log-softmax = (x − max) − log Σ exp(x − max), and a mean
+// over zero total weight is 0/0 = NaN.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
 namespace grist {
+namespace {
 
-void register_softmax_and_loss_ops(OpRegistry& r) { (void)r; }
+// ---------------------------------------------------------------------------------------------
+// Softmax along one axis of a tensor viewed as [outer, n, inner]: rows of n elements, `inner` apart.
+
+struct SoftmaxLayout {
+  int64_t outer = 1;
+  int64_t n = 1;
+  int64_t inner = 1;
+};
+
+// Opset >= 13 normalises along `axis` (default -1). Before, `axis` (default 1) flattened the input to
+// [prod(dims < axis), prod(dims >= axis)] and normalised each row of that matrix.
+Result<SoftmaxLayout> softmax_layout(const Node& node, const Shape& s) {
+  const int rank = s.rank();
+  const bool per_axis = node.opset >= 13;
+  const int64_t requested = node.attr_int("axis", per_axis ? -1 : 1);
+  // The flattening form also accepts axis == rank (a single column of ones).
+  const int64_t limit = per_axis ? rank : rank + 1;
+  const int64_t axis = requested < 0 ? requested + rank : requested;
+  if (axis < 0 || axis >= limit)
+    return node_error(node, fmt::format("axis {} is out of range for an input of rank {}", requested, rank));
+  const int a = static_cast<int>(axis);
+  if (per_axis) return SoftmaxLayout{s.numel(0, a), s[a], s.numel(a + 1, rank)};
+  return SoftmaxLayout{s.numel(0, a), s.numel(a, rank), 1};
+}
+
+// Forward over every [n, inner] block; `col_max` and `col_sum` hold `inner` values each.
+template <bool kLog, class T>
+void softmax_forward_kernel(const T* x, T* y, const SoftmaxLayout& L, T* col_max, T* col_sum) {
+  const int64_t inner = L.inner;
+  for (int64_t o = 0; o < L.outer; ++o) {
+    const T* xb = x + o * L.n * inner;
+    T* yb = y + o * L.n * inner;
+    std::fill_n(col_max, inner, -std::numeric_limits<T>::infinity());
+    std::fill_n(col_sum, inner, T(0));
+    // A NaN is skipped by the max but still reaches every output of its row through the sum.
+    for (int64_t k = 0; k < L.n; ++k)
+      for (int64_t i = 0; i < inner; ++i) col_max[i] = std::max(col_max[i], xb[k * inner + i]);
+    for (int64_t k = 0; k < L.n; ++k) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const T e = std::exp(xb[k * inner + i] - col_max[i]);
+        col_sum[i] += e;
+        if constexpr (!kLog) yb[k * inner + i] = e;
+      }
+    }
+    if constexpr (kLog) {
+      for (int64_t i = 0; i < inner; ++i) col_sum[i] = std::log(col_sum[i]);
+      for (int64_t k = 0; k < L.n; ++k)
+        for (int64_t i = 0; i < inner; ++i) yb[k * inner + i] = (xb[k * inner + i] - col_max[i]) - col_sum[i];
+    } else {
+      for (int64_t k = 0; k < L.n; ++k)
+        for (int64_t i = 0; i < inner; ++i) yb[k * inner + i] /= col_sum[i];
+    }
+  }
+}
+
+// Backward from the forward output y: softmax dx = y·(dy − Σ dy·y); log-softmax dx = dy − exp(y)·Σ dy
+// (PyTorch's formulas). dx may alias dy. `col_acc` holds `inner` values.
+template <bool kLog, class T>
+void softmax_backward_kernel(const T* y, const T* dy, T* dx, const SoftmaxLayout& L, T* col_acc) {
+  const int64_t inner = L.inner;
+  for (int64_t o = 0; o < L.outer; ++o) {
+    const int64_t base = o * L.n * inner;
+    std::fill_n(col_acc, inner, T(0));
+    for (int64_t k = 0; k < L.n; ++k) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t e = base + k * inner + i;
+        col_acc[i] += kLog ? dy[e] : dy[e] * y[e];
+      }
+    }
+    for (int64_t k = 0; k < L.n; ++k) {
+      for (int64_t i = 0; i < inner; ++i) {
+        const int64_t e = base + k * inner + i;
+        dx[e] = kLog ? dy[e] - std::exp(y[e]) * col_acc[i] : y[e] * (dy[e] - col_acc[i]);
+      }
+    }
+  }
+}
+
+Status unsupported_type(const Node& node, DType t) {
+  return node_error(node, fmt::format("unsupported element type {}", dtype_name(t)));
+}
+
+template <bool kLog>
+Status softmax_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  auto layout = softmax_layout(ctx.node, x.shape());
+  if (!layout) return layout.error();
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  Tensor& scratch = ctx.state.slot(0);
+  scratch.resize(x.dtype(), Shape{2, layout->inner});
+  const bool ok = dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* s = scratch.data<T>();
+    softmax_forward_kernel<kLog>(x.data<T>(), y.data<T>(), *layout, s, s + layout->inner);
+  });
+  return ok ? Status::ok() : unsupported_type(ctx.node, x.dtype());
+}
+
+template <bool kLog>
+Status softmax_backward(BackwardContext& ctx) {
+  Tensor* dx = ctx.grad_input(0);
+  if (!dx) return Status::ok();
+  const Tensor& y = *ctx.output(0);
+  dx->resize(y.dtype(), y.shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    dx->fill_zero();
+    return Status::ok();
+  }
+  auto layout = softmax_layout(ctx.node, y.shape());
+  if (!layout) return layout.error();
+  Tensor& scratch = ctx.state.slot(0);
+  scratch.resize(y.dtype(), Shape{layout->inner});
+  dispatch_float(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward_kernel<kLog>(y.data<T>(), dy->data<T>(), dx->data<T>(), *layout, scratch.data<T>());
+  });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Negative log-likelihood over log-probabilities viewed as [N, C, D] with targets [N, D].
+
+enum class Reduction { None, Sum, Mean };
+
+struct NllSpec {
+  int64_t N = 0, C = 0, D = 1;
+  Reduction reduction = Reduction::Mean;
+  bool has_ignore = false;
+  int64_t ignore_index = 0;
+};
+
+// Checks input [N, C, d1..], target [N, d1..] (int32/int64), weight [C] of the input's type, and the
+// attributes; the same for NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss.
+Result<NllSpec> plan_nll(const Node& node, const Tensor& input, const Tensor& target, const Tensor* weight) {
+  const Shape& s = input.shape();
+  if (s.rank() < 2) return node_error(node, fmt::format("input must be [N, C, ...], got {}", s.str()));
+  bool target_ok = target.rank() == s.rank() - 1 && target.shape()[0] == s[0];
+  for (int d = 1; target_ok && d < target.rank(); ++d) target_ok = target.shape()[d] == s[d + 1];
+  if (!target_ok)
+    return node_error(node, fmt::format("target shape {} does not match input shape {}", target.shape().str(), s.str()));
+  if (target.dtype() != DType::Int32 && target.dtype() != DType::Int64)
+    return node_error(node, fmt::format("target must be int32 or int64, got {}", dtype_name(target.dtype())));
+  if (!is_float(input.dtype())) return unsupported_type(node, input.dtype()).error();
+  if (weight && (weight->dtype() != input.dtype() || weight->rank() != 1 || weight->shape()[0] != s[1]))
+    return node_error(node, fmt::format("weight must be a {} vector of {} classes, got {} {}",
+                                        dtype_name(input.dtype()), s[1], dtype_name(weight->dtype()),
+                                        weight->shape().str()));
+  NllSpec spec;
+  spec.N = s[0];
+  spec.C = s[1];
+  spec.D = s.numel(2, s.rank());
+  const std::string reduction = node.attr_string("reduction", "mean");
+  if (reduction == "none") {
+    spec.reduction = Reduction::None;
+  } else if (reduction == "sum") {
+    spec.reduction = Reduction::Sum;
+  } else if (reduction == "mean") {
+    spec.reduction = Reduction::Mean;
+  } else {
+    return node_error(node, fmt::format("unknown reduction '{}'", reduction));
+  }
+  spec.has_ignore = node.has_attr("ignore_index");
+  spec.ignore_index = node.attr_int("ignore_index", 0);
+  return spec;
+}
+
+Shape nll_output_shape(const NllSpec& spec, const Tensor& target) {
+  return spec.reduction == Reduction::None ? target.shape() : Shape{};
+}
+
+template <class F>
+bool dispatch_index(DType t, F&& f) {
+  switch (t) {
+    case DType::Int32: f(int32_t{}); return true;
+    case DType::Int64: f(int64_t{}); return true;
+    default: return false;
+  }
+}
+
+// Calls f(p, e, c) for every target position p = n·D + d that is not ignored, with c its class and
+// e = (n·C + c)·D + d the matching log-probability. Fails on a class outside [0, C).
+template <class I, class F>
+Status for_each_counted_target(const Node& node, const NllSpec& spec, const I* target, F&& f) {
+  for (int64_t n = 0; n < spec.N; ++n) {
+    for (int64_t d = 0; d < spec.D; ++d) {
+      const int64_t p = n * spec.D + d;
+      const int64_t c = static_cast<int64_t>(target[p]);
+      if (spec.has_ignore && c == spec.ignore_index) continue;
+      if (c < 0 || c >= spec.C)
+        return node_error(node, fmt::format("target {} at position {} is outside [0, {})", c, p, spec.C));
+      f(p, (n * spec.C + c) * spec.D + d, c);
+    }
+  }
+  return Status::ok();
+}
+
+// The mean's denominator: Σ weight[target] over counted targets (their count without weights).
+template <class T, class I>
+Result<T> nll_mean_denominator(const Node& node, const NllSpec& spec, const I* target, const T* weight) {
+  T total = T(0);
+  GRIST_TRY(for_each_counted_target(node, spec, target,
+                                    [&](int64_t, int64_t, int64_t c) { total += weight ? weight[c] : T(1); }));
+  return total;
+}
+
+// loss_p = −weight[c]·logp[n, c, d] (0 where ignored), then reduced. Mean divides by the total weight
+// even when it is 0 (NaN, as PyTorch and the ONNX reference give).
+template <class T, class I>
+Status nll_forward_kernel(const Node& node, const NllSpec& spec, const T* logp, const I* target, const T* weight,
+                          T* out) {
+  if (spec.reduction == Reduction::None) {
+    std::fill_n(out, spec.N * spec.D, T(0));
+    return for_each_counted_target(node, spec, target, [&](int64_t p, int64_t e, int64_t c) {
+      out[p] = weight ? weight[c] * -logp[e] : -logp[e];
+    });
+  }
+  T total = T(0);
+  GRIST_TRY(for_each_counted_target(node, spec, target, [&](int64_t, int64_t e, int64_t c) {
+    total += weight ? weight[c] * -logp[e] : -logp[e];
+  }));
+  if (spec.reduction == Reduction::Mean) {
+    auto denominator = nll_mean_denominator(node, spec, target, weight);
+    if (!denominator) return denominator.error();
+    total /= *denominator;
+  }
+  out[0] = total;
+  return Status::ok();
+}
+
+// Adds d loss / d logp into `dlogp` (which the caller has zeroed or filled): −weight[c]·dy at each
+// counted target, dy divided by the total weight for the mean (PyTorch's order of operations).
+template <class T, class I>
+Status nll_backward_kernel(const Node& node, const NllSpec& spec, const I* target, const T* weight, const T* dy,
+                           T* dlogp) {
+  T mean_scale = T(1);
+  if (spec.reduction == Reduction::Mean) {
+    auto denominator = nll_mean_denominator(node, spec, target, weight);
+    if (!denominator) return denominator.error();
+    mean_scale = *denominator;
+  }
+  return for_each_counted_target(node, spec, target, [&](int64_t p, int64_t e, int64_t c) {
+    const T g = spec.reduction == Reduction::None ? -dy[p]
+                : spec.reduction == Reduction::Sum ? -dy[0]
+                                                   : -(dy[0] / mean_scale);
+    dlogp[e] += weight ? weight[c] * g : g;
+  });
+}
+
+// Runs f(T{}, I{}) for the input's float type and the target's index type (both checked by plan_nll).
+template <class F>
+void dispatch_nll(const Tensor& input, const Tensor& target, F&& f) {
+  dispatch_float(input.dtype(), [&](auto t) { dispatch_index(target.dtype(), [&](auto i) { f(t, i); }); });
+}
+
+template <class T>
+const T* optional_data(const Tensor* t) {
+  return t ? t->data<T>() : nullptr;
+}
+
+Status nll_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& input = *ctx.input(0);
+  const Tensor& target = *ctx.input(1);
+  const Tensor* weight = ctx.input(2);
+  auto spec = plan_nll(ctx.node, input, target, weight);
+  if (!spec) return spec.error();
+  Tensor& loss = *ctx.output(0);
+  loss.resize(input.dtype(), nll_output_shape(*spec, target));
+  Status st;
+  dispatch_nll(input, target, [&](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    st = nll_forward_kernel<T, I>(ctx.node, *spec, input.data<T>(), target.data<I>(), optional_data<T>(weight),
+                                  loss.data<T>());
+  });
+  return st;
+}
+
+Status nll_backward(BackwardContext& ctx) {
+  Tensor* dinput = ctx.grad_input(0);
+  if (!dinput) return Status::ok();
+  const Tensor& input = *ctx.input(0);
+  const Tensor& target = *ctx.input(1);
+  const Tensor* weight = ctx.input(2);
+  dinput->resize_zero(input.dtype(), input.shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) return Status::ok();
+  auto spec = plan_nll(ctx.node, input, target, weight);
+  if (!spec) return spec.error();
+  Status st;
+  dispatch_nll(input, target, [&](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    st = nll_backward_kernel<T, I>(ctx.node, *spec, target.data<I>(), optional_data<T>(weight), dy->data<T>(),
+                                   dinput->data<T>());
+  });
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SoftmaxCrossEntropyLoss = NLL of log-softmax over the class axis (1). The log-probabilities live in
+// the optional second output when the model asks for it, else in node state, for the backward.
+
+SoftmaxLayout class_axis_layout(const NllSpec& spec) { return SoftmaxLayout{spec.N, spec.C, spec.D}; }
+
+Status sce_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& scores = *ctx.input(0);
+  const Tensor& labels = *ctx.input(1);
+  const Tensor* weight = ctx.input(2);
+  auto spec = plan_nll(ctx.node, scores, labels, weight);
+  if (!spec) return spec.error();
+  Tensor& scratch = ctx.state.slot(1);
+  scratch.resize(scores.dtype(), Shape{2, spec->D});
+  Tensor& logp = ctx.output(1) ? *ctx.output(1) : ctx.state.slot(0);
+  logp.resize(scores.dtype(), scores.shape());
+  Tensor& loss = *ctx.output(0);
+  loss.resize(scores.dtype(), nll_output_shape(*spec, labels));
+  Status st;
+  dispatch_nll(scores, labels, [&](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    T* s = scratch.data<T>();
+    softmax_forward_kernel<true>(scores.data<T>(), logp.data<T>(), class_axis_layout(*spec), s, s + spec->D);
+    st = nll_forward_kernel<T, I>(ctx.node, *spec, logp.data<T>(), labels.data<I>(), optional_data<T>(weight),
+                                  loss.data<T>());
+  });
+  return st;
+}
+
+// d/dscores: the loss's gradient and the log_prob output's gradient both land on log_prob first, then go
+// through the log-softmax backward (in place).
+Status sce_backward(BackwardContext& ctx) {
+  Tensor* dscores = ctx.grad_input(0);
+  if (!dscores) return Status::ok();
+  const Tensor& scores = *ctx.input(0);
+  const Tensor& labels = *ctx.input(1);
+  const Tensor* weight = ctx.input(2);
+  auto spec = plan_nll(ctx.node, scores, labels, weight);
+  if (!spec) return spec.error();
+  Tensor& scratch = ctx.state.slot(1);
+  scratch.resize(scores.dtype(), Shape{spec->D});
+  const Tensor& logp = ctx.output(1) ? *ctx.output(1) : ctx.state.slot(0);  // as the forward left it
+  const Tensor* dloss = ctx.grad_output(0);
+  const Tensor* dlogp_out = ctx.grad_output(1);
+  if (dlogp_out) {
+    dscores->copy_from(*dlogp_out);
+  } else {
+    dscores->resize_zero(scores.dtype(), scores.shape());
+  }
+  Status st;
+  dispatch_nll(scores, labels, [&](auto t, auto i) {
+    using T = decltype(t);
+    using I = decltype(i);
+    T* d = dscores->data<T>();
+    if (dloss) {
+      st = nll_backward_kernel<T, I>(ctx.node, *spec, labels.data<I>(), optional_data<T>(weight),
+                                     dloss->data<T>(), d);
+      if (!st) return;
+    }
+    softmax_backward_kernel<true>(logp.data<T>(), d, d, class_axis_layout(*spec), scratch.data<T>());
+  });
+  return st;
+}
+
+}  // namespace
+
+namespace {
+
+// How these ops fail (GRIST.md §2). A stable LogSoftmax fails only when the gap to the row maximum leaves the
+// float range; the losses' mean divides by the total weight of the targets, which labels alone decide.
+bool mean_reduction(const Graph&, const Node& n) { return n.attr_string("reduction", "mean") == "mean"; }
+constexpr HazardSpec kLogSoftmaxHazards[] = {
+    {0, Failure::LogSoftmaxSpread, Objective::NegSpread, "input spread beyond the float range",
+     "bound the logits (e.g. clamp or normalise them) before the log-softmax"}};
+constexpr HazardSpec kLossHazards[] = {
+    {1, Failure::LossZeroDenominator, Objective::None, "total weight of the targets = 0",
+     "make sure every batch has a target that is neither ignore_index nor weighted 0, or use reduction=sum",
+     mean_reduction}};
+
+}  // namespace
+
+void register_softmax_and_loss_ops(OpRegistry& r) {
+  r.add(OpDef{"Softmax", "", softmax_forward<false>, softmax_backward<false>, inputs_mask({0})});
+  r.add(OpDef{"LogSoftmax", "", softmax_forward<true>, softmax_backward<true>, inputs_mask({0}), kLogSoftmaxHazards});
+  r.add(OpDef{"NegativeLogLikelihoodLoss", "", nll_forward, nll_backward, inputs_mask({0}), kLossHazards});
+  r.add(OpDef{"SoftmaxCrossEntropyLoss", "", sce_forward, sce_backward, inputs_mask({0}), kLossHazards});
+}
 
 }  // namespace grist

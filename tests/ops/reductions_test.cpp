@@ -1,0 +1,281 @@
+// Reduce* and ArgMax/ArgMin: forward semantics (axes forms, keepdims, IEEE edge cases), gradients against
+// finite differences, and the gradient conventions that finite differences cannot pin (ties, zeros).
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "support/op_test_util.h"
+
+namespace grist {
+namespace {
+
+using testing::attr_int;
+using testing::attr_ints;
+using testing::expect_gradient_matches;
+using testing::NodeSpec;
+using testing::random_tensor;
+using testing::run_node;
+using testing::tensors_close;
+using testing::try_run_node;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+Tensor axes_tensor(std::vector<int64_t> axes) {
+  Tensor t(DType::Int64, Shape{static_cast<int64_t>(axes.size())});
+  std::copy(axes.begin(), axes.end(), t.data<int64_t>());
+  return t;
+}
+
+NodeSpec op_node(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}) {
+  NodeSpec spec;
+  spec.op_type = std::move(op);
+  spec.attributes = std::move(attributes);
+  return spec;
+}
+
+// A Reduce* node with axes as an attribute (opset 11 form) and the given keepdims.
+NodeSpec reduce_spec(const std::string& op, std::vector<int64_t> axes, int64_t keepdims = 1) {
+  NodeSpec spec = op_node(op, {{"keepdims", attr_int(keepdims)}});
+  spec.opset = 11;
+  if (!axes.empty()) spec.attributes.push_back({"axes", attr_ints(std::move(axes))});
+  return spec;
+}
+
+// The gradient of Σ y with respect to input 0, as the executor computes it.
+Tensor gradient_of_sum(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
+  Graph g = testing::make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  if (!ex) return {};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId id = g.find_value("in" + std::to_string(i));
+    if (inputs[i].defined() && g.value(id).kind == ValueKind::Input) {
+      EXPECT_TRUE(ex->set_input(id, inputs[i]).is_ok());
+    }
+  }
+  EXPECT_TRUE(ex->forward().is_ok());
+  auto st = ex->backward(g.outputs[0]);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  const Tensor* grad = ex->grad(g.find_value("in0"));
+  EXPECT_NE(grad, nullptr);
+  return grad ? *grad : Tensor();
+}
+
+const Tensor kMatrix = Tensor::from<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+
+TEST(ReduceSum, AxesAsInputFromOpset13WithKeepdims) {
+  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(1)}});
+  auto y = run_node(spec, {kMatrix, axes_tensor({1})});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 1}, {6, 15}), y[0]));
+}
+
+TEST(ReduceSum, AxesAsAttributeBeforeOpset13WithoutKeepdims) {
+  auto y = run_node(reduce_spec("ReduceSum", {0}, 0), {kMatrix});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{3}, {5, 7, 9}), y[0]));
+}
+
+TEST(ReduceSum, NegativeAxisCountsFromTheBack) {
+  auto y = run_node(reduce_spec("ReduceSum", {-1}, 0), {kMatrix});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {6, 15}), y[0]));
+}
+
+TEST(ReduceSum, EmptyAxesReduceEverything) {
+  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(0)}});
+  auto y = run_node(spec, {kMatrix, axes_tensor({})});
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(21), y[0]));
+  auto omitted = run_node(spec, {kMatrix});
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(21), omitted[0]));
+}
+
+TEST(ReduceSum, NoopWithEmptyAxesIsIdentity) {
+  NodeSpec spec = op_node("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
+  auto y = run_node(spec, {kMatrix, axes_tensor({})});
+  EXPECT_TRUE(tensors_close(kMatrix, y[0]));
+}
+
+TEST(ReduceSum, Float32AccumulationOverflowsToInf) {
+  auto y = run_node(reduce_spec("ReduceSum", {}, 0), {Tensor::from<float>(Shape{3}, {3e38f, 3e38f, -3e38f})});
+  EXPECT_EQ(y[0].data<float>()[0], kInf);
+}
+
+TEST(ReduceSum, IntegerInputsStayIntegers) {
+  auto y = run_node(reduce_spec("ReduceSum", {1}, 0), {Tensor::from<int32_t>(Shape{2, 2}, {1, 2, 3, 4})});
+  EXPECT_TRUE(tensors_close(Tensor::from<int32_t>(Shape{2}, {3, 7}), y[0]));
+}
+
+TEST(ReduceMean, MeanOfAnEmptyGroupIsNaN) {
+  auto y = run_node(reduce_spec("ReduceMean", {0}, 0), {Tensor(DType::Float32, Shape{0, 2})});
+  ASSERT_EQ(y[0].shape(), (Shape{2}));
+  EXPECT_TRUE(std::isnan(y[0].data<float>()[0]));
+}
+
+TEST(ReduceMax, PropagatesNaN) {
+  auto y = run_node(reduce_spec("ReduceMax", {1}, 0), {Tensor::from<float>(Shape{2, 2}, {kNaN, 1, 2, 3})});
+  EXPECT_TRUE(std::isnan(y[0].data<float>()[0]));
+  EXPECT_EQ(y[0].data<float>()[1], 3.0f);
+}
+
+TEST(ReduceLogSum, LogOfZeroSumIsMinusInf) {
+  auto y = run_node(reduce_spec("ReduceLogSum", {}, 0), {Tensor::from<float>(Shape{2}, {1, -1})});
+  EXPECT_EQ(y[0].data<float>()[0], -kInf);
+}
+
+TEST(ReduceLogSumExp, StableForLargeInputs) {
+  auto y = run_node(reduce_spec("ReduceLogSumExp", {}, 0), {Tensor::from<float>(Shape{2}, {1000, 1000})});
+  EXPECT_FLOAT_EQ(y[0].data<float>()[0], 1000.0f + std::log(2.0f));
+}
+
+TEST(ReduceLogSumExp, InfiniteMaximumIsNotSubtracted) {
+  auto y = run_node(reduce_spec("ReduceLogSumExp", {1}, 0),
+                    {Tensor::from<float>(Shape{2, 2}, {-kInf, -kInf, kInf, 1})});
+  EXPECT_EQ(y[0].data<float>()[0], -kInf);
+  EXPECT_EQ(y[0].data<float>()[1], kInf);
+}
+
+TEST(Reduce, RejectsOutOfRangeAndRepeatedAxes) {
+  EXPECT_FALSE(try_run_node(reduce_spec("ReduceMean", {2}), {kMatrix}).is_ok());
+  EXPECT_FALSE(try_run_node(reduce_spec("ReduceMean", {1, -1}), {kMatrix}).is_ok());
+  NodeSpec spec = op_node("ReduceSum", {});
+  EXPECT_FALSE(try_run_node(spec, {kMatrix, axes_tensor({0, 1, 0})}).is_ok());
+}
+
+TEST(Reduce, RejectsIntegerInputForLogarithmicOps) {
+  EXPECT_FALSE(try_run_node(reduce_spec("ReduceLogSumExp", {}), {Tensor::from<int32_t>(Shape{2}, {1, 2})}).is_ok());
+}
+
+// ---- Gradients ------------------------------------------------------------------------------
+
+struct AxesCase {
+  std::vector<int64_t> axes;
+  int64_t keepdims;
+};
+const AxesCase kAxesCases[] = {{{1}, 1}, {{1}, 0}, {{0, 2}, 1}, {{-1}, 0}, {{}, 0}, {{}, 1}, {{0, 1, 2}, 0}};
+
+// Values in ±[0.2, 1.2): away from the kinks of |x| and from ties.
+Tensor values_away_from_zero(Rng& rng, const Shape& shape) {
+  Tensor t = random_tensor(rng, shape, 0.2, 1.2);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (rng.uniform() < 0.5) t.data<double>()[i] = -t.data<double>()[i];
+  return t;
+}
+
+void check_gradient_for_all_axes(const std::string& op, double lo, double hi) {
+  Rng rng(11);
+  for (const auto& c : kAxesCases) {
+    SCOPED_TRACE(::testing::Message() << op << " axes.size=" << c.axes.size() << " keepdims=" << c.keepdims);
+    Tensor x = lo < 0 ? values_away_from_zero(rng, Shape{2, 3, 4}) : random_tensor(rng, Shape{2, 3, 4}, lo, hi);
+    expect_gradient_matches(reduce_spec(op, c.axes, c.keepdims), {x});
+  }
+}
+
+TEST(ReduceGradient, Sum) { check_gradient_for_all_axes("ReduceSum", -1, 1); }
+TEST(ReduceGradient, Mean) { check_gradient_for_all_axes("ReduceMean", -1, 1); }
+TEST(ReduceGradient, SumSquare) { check_gradient_for_all_axes("ReduceSumSquare", -1, 1); }
+TEST(ReduceGradient, L1) { check_gradient_for_all_axes("ReduceL1", -1, 1); }
+TEST(ReduceGradient, L2) { check_gradient_for_all_axes("ReduceL2", -1, 1); }
+TEST(ReduceGradient, LogSum) { check_gradient_for_all_axes("ReduceLogSum", 0.5, 2); }
+TEST(ReduceGradient, LogSumExp) { check_gradient_for_all_axes("ReduceLogSumExp", -3, 3); }
+TEST(ReduceGradient, Prod) { check_gradient_for_all_axes("ReduceProd", 0.5, 1.5); }
+TEST(ReduceGradient, Max) { check_gradient_for_all_axes("ReduceMax", -1, 1); }
+TEST(ReduceGradient, Min) { check_gradient_for_all_axes("ReduceMin", -1, 1); }
+
+TEST(ReduceGradient, SumWithAxesInput) {
+  Rng rng(3);
+  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(0)}});
+  spec.constant_inputs = {1};
+  expect_gradient_matches(spec, {random_tensor(rng, Shape{3, 4}), axes_tensor({0})});
+}
+
+TEST(ReduceGradient, ProdIsExactWithZerosInTheGroup) {
+  // One zero: only the zero gets a gradient (the product of the others). Two zeros: all gradients are 0.
+  const Tensor x = Tensor::from<double>(Shape{2, 3}, {2, 0, 3, 0, 0, 5});
+  expect_gradient_matches(reduce_spec("ReduceProd", {1}), {x});
+  auto g = gradient_of_sum(reduce_spec("ReduceProd", {1}), {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{2, 3}, {0, 6, 0, 0, 0, 0}), g));
+}
+
+TEST(ReduceGradient, MaxSplitsTiesEvenlyLikeTorchAmax) {
+  auto g = gradient_of_sum(reduce_spec("ReduceMax", {1}), {Tensor::from<double>(Shape{1, 4}, {1, 3, 3, 2})});
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{1, 4}, {0, 0.5, 0.5, 0}), g));
+}
+
+TEST(ReduceGradient, L2IsZeroAtZeroNormLikeTorch) {
+  auto g = gradient_of_sum(reduce_spec("ReduceL2", {}), {Tensor::from<double>(Shape{2}, {0, 0})});
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{2}, {0, 0}), g));
+}
+
+TEST(ReduceGradient, LogSumOfZeroSumIsInfinite) {
+  auto g = gradient_of_sum(reduce_spec("ReduceLogSum", {}), {Tensor::from<double>(Shape{2}, {1, -1})});
+  EXPECT_EQ(g.data<double>()[0], std::numeric_limits<double>::infinity());
+}
+
+TEST(ReduceGradient, NoopWithEmptyAxesPassesGradientThrough) {
+  NodeSpec spec = op_node("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
+  Rng rng(5);
+  expect_gradient_matches(spec, {random_tensor(rng, Shape{2, 3})});
+}
+
+// ---- ArgMax / ArgMin ------------------------------------------------------------------------
+
+TEST(ArgMax, AlongAxisWithAndWithoutKeepdims) {
+  const Tensor x = Tensor::from<float>(Shape{2, 3}, {1, 5, 2, 7, 0, 7});
+  auto kept = run_node(op_node("ArgMax", {{"axis", attr_int(1)}}), {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2, 1}, {1, 0}), kept[0]));
+  auto dropped = run_node(op_node("ArgMax", {{"axis", attr_int(0)}, {"keepdims", attr_int(0)}}), {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{3}, {1, 0, 1}), dropped[0]));
+}
+
+TEST(ArgMax, SelectLastIndexBreaksTiesToTheLast) {
+  const Tensor x = Tensor::from<float>(Shape{1, 3}, {7, 0, 7});
+  auto y = run_node(op_node("ArgMax", {{"axis", attr_int(-1)}, {"select_last_index", attr_int(1)}}), {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{1, 1}, {2}), y[0]));
+}
+
+TEST(ArgMax, NaNCountsAsTheMaximumAndTheMinimum) {
+  const Tensor x = Tensor::from<float>(Shape{4}, {1, kNaN, 9, -9});
+  EXPECT_EQ(run_node(op_node("ArgMax", {}), {x})[0].data<int64_t>()[0], 1);
+  EXPECT_EQ(run_node(op_node("ArgMin", {}), {x})[0].data<int64_t>()[0], 1);
+}
+
+TEST(ArgMin, IntegerInputAndSelectLastIndex) {
+  const Tensor x = Tensor::from<int32_t>(Shape{2, 2}, {3, 3, 4, 1});
+  auto first = run_node(op_node("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}}), {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2}, {0, 1}), first[0]));
+  auto last = run_node(
+      op_node("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}, {"select_last_index", attr_int(1)}}),
+      {x});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2}, {1, 1}), last[0]));
+}
+
+TEST(ArgMax, RejectsBadAxisAndEmptyAxis) {
+  EXPECT_FALSE(try_run_node(op_node("ArgMax", {{"axis", attr_int(2)}}), {kMatrix}).is_ok());
+  EXPECT_FALSE(try_run_node(op_node("ArgMax", {{"axis", attr_int(0)}}), {Tensor(DType::Float32, Shape{0, 2})}).is_ok());
+}
+
+// ---- Steady state ---------------------------------------------------------------------------
+
+TEST(Reduce, RepeatedPassesAllocateNoTensorBuffers) {
+  Rng rng(9);
+  const std::vector<Tensor> inputs = {random_tensor(rng, Shape{4, 3, 5}, 0.5, 2)};
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp"}) {
+    SCOPED_TRACE(op);
+    Graph g = testing::make_single_node_graph(reduce_spec(op, {1}), inputs);
+    auto ex = Executor::create(g);
+    ASSERT_TRUE(ex.is_ok());
+    ASSERT_TRUE(ex->set_input(g.inputs[0], inputs[0]).is_ok());
+    auto pass = [&] {
+      ASSERT_TRUE(ex->forward().is_ok());
+      ASSERT_TRUE(ex->backward(g.outputs[0]).is_ok());
+    };
+    pass();
+    const uint64_t before = Tensor::allocation_count();
+    pass();
+    pass();
+    EXPECT_EQ(before, Tensor::allocation_count());
+  }
+}
+
+}  // namespace
+}  // namespace grist

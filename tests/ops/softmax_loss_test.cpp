@@ -1,0 +1,280 @@
+// Softmax, LogSoftmax, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: the exact float32 IEEE
+// behaviour the product hunts for (underflow to 0, NaN rows, 0/0 loss means), the opset-dependent axis
+// semantics, gradients against finite differences, and error paths.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "support/op_test_util.h"
+
+namespace grist {
+namespace {
+
+using testing::attr_int;
+using testing::attr_string;
+using testing::expect_gradient_matches;
+using testing::GradCheckOptions;
+using testing::NodeSpec;
+using testing::random_tensor;
+using testing::run_node;
+using testing::tensors_close;
+using testing::try_run_node;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+NodeSpec op_node(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int opset = 17) {
+  NodeSpec spec;
+  spec.op_type = std::move(op);
+  spec.attributes = std::move(attributes);
+  spec.opset = opset;
+  return spec;
+}
+
+// ---- Softmax / LogSoftmax ------------------------------------------------------------------
+
+TEST(Softmax, Float32EntryUnderflowsToExactlyZeroBeyondTheDenormalRange) {
+  // exp(-104) is below the smallest float32 denormal (~1.4e-45); exp(-100) ≈ 3.7e-44 is a kept denormal.
+  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2, 2}, {0, -104, 0, -100})});
+  const float* p = y[0].data<float>();
+  EXPECT_EQ(p[0], 1.0f);
+  EXPECT_EQ(p[1], 0.0f);
+  EXPECT_GT(p[3], 0.0f);
+  EXPECT_LT(p[3], std::numeric_limits<float>::min());
+}
+
+TEST(LogSoftmax, StaysFiniteWhereTheLogOfSoftmaxWouldBeMinusInf) {
+  auto y = run_node(op_node("LogSoftmax"), {Tensor::from<float>(Shape{2}, {0, -200})});
+  EXPECT_EQ(y[0].data<float>()[0], 0.0f);
+  EXPECT_EQ(y[0].data<float>()[1], -200.0f);
+}
+
+TEST(Softmax, SubtractsTheRowMaxSoLargeInputsDoNotOverflow) {
+  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2}, {1000, 1000})});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {0.5f, 0.5f}), y[0]));
+}
+
+TEST(Softmax, RowOfMinusInfinityIsNaNAsInPyTorch) {
+  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2}, {-kInf, -kInf})});
+  EXPECT_TRUE(std::isnan(y[0].data<float>()[0]));
+  auto logy = run_node(op_node("LogSoftmax"), {Tensor::from<float>(Shape{2}, {-kInf, 0})});
+  EXPECT_EQ(logy[0].data<float>()[0], -kInf);
+  EXPECT_EQ(logy[0].data<float>()[1], 0.0f);
+}
+
+TEST(Softmax, Opset13NormalisesAlongTheAxisOnly) {
+  // axis 0 of a 2x2: each column sums to 1.
+  auto y = run_node(op_node("Softmax", {{"axis", attr_int(0)}}), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f}), y[0]));
+}
+
+TEST(Softmax, BeforeOpset13TheAxisFlattensTheInputTo2D) {
+  // axis 0 coerces [2, 2] to [1, 4]: one softmax over all four entries.
+  auto y = run_node(op_node("Softmax", {{"axis", attr_int(0)}}, 11), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 2}, {0.25f, 0.25f, 0.25f, 0.25f}), y[0]));
+  // The default axis is 1 there: [2, 3, 2] → [2, 6].
+  auto z = run_node(op_node("Softmax", {}, 11), {Tensor(DType::Float32, Shape{2, 3, 2})});
+  for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(z[0].data<float>()[i], 1.0f / 6);
+}
+
+TEST(Softmax, RejectsAnAxisOutOfRange) {
+  EXPECT_FALSE(try_run_node(op_node("Softmax", {{"axis", attr_int(2)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
+  EXPECT_FALSE(try_run_node(op_node("LogSoftmax", {{"axis", attr_int(-3)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
+}
+
+struct SoftmaxCase {
+  int64_t axis;
+  int opset;
+};
+const SoftmaxCase kSoftmaxCases[] = {{0, 13}, {1, 13}, {-1, 13}, {2, 13}, {0, 11}, {1, 11}, {2, 11}, {-1, 9}};
+
+void check_softmax_gradients(const std::string& op) {
+  Rng rng(21);
+  for (const auto& c : kSoftmaxCases) {
+    SCOPED_TRACE(::testing::Message() << op << " axis=" << c.axis << " opset=" << c.opset);
+    expect_gradient_matches(op_node(op, {{"axis", attr_int(c.axis)}}, c.opset),
+                            {random_tensor(rng, Shape{2, 3, 4}, -3, 3)});
+  }
+}
+
+TEST(SoftmaxGradient, EveryAxisAndOpsetForm) { check_softmax_gradients("Softmax"); }
+TEST(LogSoftmaxGradient, EveryAxisAndOpsetForm) { check_softmax_gradients("LogSoftmax"); }
+
+// ---- NegativeLogLikelihoodLoss -------------------------------------------------------------
+
+// input [2, 3] of log-probabilities; targets {2, 0}; weights {1, 2, 3}.
+const Tensor kLogProb = Tensor::from<float>(Shape{2, 3}, {-1, -2, -3, -4, -5, -6});
+const Tensor kTarget = Tensor::from<int64_t>(Shape{2}, {2, 0});
+const Tensor kWeight = Tensor::from<float>(Shape{3}, {1, 2, 3});
+
+NodeSpec nll(const std::string& reduction, std::vector<std::pair<std::string, Attribute>> extra = {}) {
+  extra.push_back({"reduction", attr_string(reduction)});
+  return op_node("NegativeLogLikelihoodLoss", std::move(extra));
+}
+
+TEST(NegativeLogLikelihoodLoss, ReductionsWithoutWeights) {
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {3, 4}), run_node(nll("none"), {kLogProb, kTarget})[0]));
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(7), run_node(nll("sum"), {kLogProb, kTarget})[0]));
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(3.5f), run_node(nll("mean"), {kLogProb, kTarget})[0]));
+}
+
+TEST(NegativeLogLikelihoodLoss, WeightedMeanDividesByTheTargetsTotalWeight) {
+  // (3·3 + 1·4) / (3 + 1)
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(13.0f / 4), run_node(nll("mean"), {kLogProb, kTarget, kWeight})[0]));
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {9, 4}), run_node(nll("none"), {kLogProb, kTarget, kWeight})[0]));
+}
+
+TEST(NegativeLogLikelihoodLoss, IgnoredTargetsCountNeitherInTheSumNorInTheMean) {
+  auto spec = nll("mean", {{"ignore_index", attr_int(0)}});
+  EXPECT_TRUE(tensors_close(Tensor::scalar<float>(3), run_node(spec, {kLogProb, kTarget})[0]));
+  auto none = nll("none", {{"ignore_index", attr_int(0)}});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {3, 0}), run_node(none, {kLogProb, kTarget})[0]));
+}
+
+TEST(NegativeLogLikelihoodLoss, MeanOverZeroTotalWeightIsNaN) {
+  const Tensor ignored = Tensor::from<int64_t>(Shape{2}, {-1, -1});
+  auto all_ignored = run_node(nll("mean", {{"ignore_index", attr_int(-1)}}), {kLogProb, ignored});
+  EXPECT_TRUE(std::isnan(all_ignored[0].data<float>()[0]));
+  const Tensor zero_weight = Tensor::from<float>(Shape{3}, {0, 0, 0});
+  auto weightless = run_node(nll("mean"), {kLogProb, kTarget, zero_weight});
+  EXPECT_TRUE(std::isnan(weightless[0].data<float>()[0]));
+}
+
+TEST(NegativeLogLikelihoodLoss, HigherDimensionalInputAndInt32Targets) {
+  // input [1, 2, 2]: classes along dim 1, two positions.
+  const Tensor x = Tensor::from<float>(Shape{1, 2, 2}, {-1, -2, -3, -4});
+  const Tensor t = Tensor::from<int32_t>(Shape{1, 2}, {1, 0});
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{1, 2}, {3, 2}), run_node(nll("none"), {x, t})[0]));
+}
+
+TEST(NegativeLogLikelihoodLoss, RejectsBadTargetsShapesAndAttributes) {
+  EXPECT_FALSE(try_run_node(nll("mean"), {kLogProb, Tensor::from<int64_t>(Shape{2}, {3, 0})}).is_ok());
+  EXPECT_FALSE(try_run_node(nll("mean"), {kLogProb, Tensor::from<int64_t>(Shape{2}, {-1, 0})}).is_ok());
+  EXPECT_FALSE(try_run_node(nll("mean"), {kLogProb, Tensor::from<int64_t>(Shape{3}, {0, 0, 0})}).is_ok());
+  EXPECT_FALSE(try_run_node(nll("mean"), {kLogProb, Tensor::from<float>(Shape{2}, {0, 0})}).is_ok());
+  EXPECT_FALSE(try_run_node(nll("mean"), {kLogProb, kTarget, Tensor::from<float>(Shape{2}, {1, 1})}).is_ok());
+  EXPECT_FALSE(try_run_node(nll("average"), {kLogProb, kTarget}).is_ok());
+}
+
+struct LossCase {
+  std::string reduction;
+  bool weighted;
+  bool ignore;
+};
+const LossCase kLossCases[] = {{"none", false, false}, {"sum", false, false}, {"mean", false, false},
+                               {"none", true, false},  {"sum", true, true},   {"mean", true, false},
+                               {"mean", true, true},   {"mean", false, true}};
+
+// Gradients w.r.t. the scores for input [3, 4, 2, 2] (classes on dim 1) with targets that include the
+// ignored class 1 when `ignore` is set.
+void check_loss_gradients(const std::string& op, int num_outputs) {
+  Rng rng(31);
+  Tensor target(DType::Int64, Shape{3, 2, 2});
+  for (int64_t i = 0; i < target.numel(); ++i) target.data<int64_t>()[i] = i % 4;
+  const Tensor weight = random_tensor(rng, Shape{4}, 0.5, 2);
+  for (const auto& c : kLossCases) {
+    SCOPED_TRACE(::testing::Message() << op << " " << c.reduction << " weighted=" << c.weighted
+                                      << " ignore=" << c.ignore);
+    std::vector<std::pair<std::string, Attribute>> attrs{{"reduction", attr_string(c.reduction)}};
+    if (c.ignore) attrs.push_back({"ignore_index", attr_int(1)});
+    NodeSpec spec = op_node(op, attrs);
+    spec.num_outputs = num_outputs;
+    std::vector<Tensor> inputs{random_tensor(rng, Shape{3, 4, 2, 2}, -3, 3), target};
+    if (c.weighted) inputs.push_back(weight);
+    GradCheckOptions opts;
+    opts.wrt = {0};
+    expect_gradient_matches(spec, inputs, opts);
+  }
+}
+
+TEST(NegativeLogLikelihoodLossGradient, EveryReductionWithWeightsAndIgnoreIndex) {
+  check_loss_gradients("NegativeLogLikelihoodLoss", 1);
+}
+
+TEST(NegativeLogLikelihoodLossGradient, ZeroTotalWeightGivesNaNLikePyTorch) {
+  // Weight 0 on every target: the mean is 0/0 and its gradient 0·(−dy/0) = NaN at each target.
+  const Tensor x = Tensor::from<double>(Shape{1, 2}, {-1, -2});
+  const Tensor t = Tensor::from<int64_t>(Shape{1}, {0});
+  const Tensor w = Tensor::from<double>(Shape{2}, {0, 1});
+  Graph g = testing::make_single_node_graph(nll("mean"), {x, t, w});
+  auto ex = Executor::create(g);
+  ASSERT_TRUE(ex.is_ok());
+  ASSERT_TRUE(ex->set_input("in0", x).is_ok());
+  ASSERT_TRUE(ex->set_input("in1", t).is_ok());
+  ASSERT_TRUE(ex->set_input("in2", w).is_ok());
+  ASSERT_TRUE(ex->forward().is_ok());
+  ASSERT_TRUE(ex->backward(g.outputs[0]).is_ok());
+  const Tensor* dx = ex->grad(g.find_value("in0"));
+  ASSERT_NE(dx, nullptr);
+  EXPECT_TRUE(std::isnan(dx->data<double>()[0]));
+  EXPECT_EQ(dx->data<double>()[1], 0.0);
+}
+
+// ---- SoftmaxCrossEntropyLoss ---------------------------------------------------------------
+
+TEST(SoftmaxCrossEntropyLoss, EqualsNllOfLogSoftmaxAndReturnsLogProb) {
+  const Tensor scores = Tensor::from<float>(Shape{2, 3}, {1, 2, 3, 0, -1, 5});
+  const Tensor labels = Tensor::from<int64_t>(Shape{2}, {0, 2});
+  NodeSpec spec = op_node("SoftmaxCrossEntropyLoss", {{"reduction", attr_string("sum")}});
+  spec.num_outputs = 2;
+  auto out = run_node(spec, {scores, labels, kWeight});
+  auto logp = run_node(op_node("LogSoftmax", {{"axis", attr_int(1)}}), {scores});
+  EXPECT_TRUE(tensors_close(logp[0], out[1]));
+  auto loss = run_node(nll("sum"), {logp[0], labels, kWeight});
+  EXPECT_TRUE(tensors_close(loss[0], out[0]));
+}
+
+TEST(SoftmaxCrossEntropyLoss, HugeLogitGapGivesAFiniteLoss) {
+  // log(softmax) would be log(0) = -inf; the fused log-softmax keeps the loss at exactly 200.
+  const Tensor scores = Tensor::from<float>(Shape{1, 2}, {200, 0});
+  auto out = run_node(op_node("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {1})});
+  EXPECT_EQ(out[0].data<float>()[0], 200.0f);
+}
+
+TEST(SoftmaxCrossEntropyLoss, RejectsLabelsOutOfRange) {
+  const Tensor scores = Tensor::from<float>(Shape{1, 2}, {0, 0});
+  EXPECT_FALSE(try_run_node(op_node("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {2})}).is_ok());
+}
+
+TEST(SoftmaxCrossEntropyLossGradient, LossOutputOnly) { check_loss_gradients("SoftmaxCrossEntropyLoss", 1); }
+
+TEST(SoftmaxCrossEntropyLossGradient, LossAndLogProbOutputs) { check_loss_gradients("SoftmaxCrossEntropyLoss", 2); }
+
+// ---- Steady state ---------------------------------------------------------------------------
+
+TEST(SoftmaxAndLosses, RepeatedPassesAllocateNoTensorBuffers) {
+  Rng rng(41);
+  const Tensor scores = random_tensor(rng, Shape{3, 4, 5}, -2, 2);
+  Tensor target(DType::Int64, Shape{3, 5});
+  for (int64_t i = 0; i < target.numel(); ++i) target.data<int64_t>()[i] = i % 4;
+  struct Case {
+    NodeSpec spec;
+    std::vector<Tensor> inputs;
+  };
+  NodeSpec sce_both = op_node("SoftmaxCrossEntropyLoss");
+  sce_both.num_outputs = 2;
+  const Case cases[] = {{op_node("Softmax", {{"axis", attr_int(1)}}), {scores}},
+                        {op_node("LogSoftmax"), {scores}},
+                        {nll("mean"), {scores, target}},
+                        {op_node("SoftmaxCrossEntropyLoss"), {scores, target}},
+                        {sce_both, {scores, target}}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.spec.op_type);
+    Graph g = testing::make_single_node_graph(c.spec, c.inputs);
+    auto ex = Executor::create(g);
+    ASSERT_TRUE(ex.is_ok());
+    for (size_t i = 0; i < c.inputs.size(); ++i) ASSERT_TRUE(ex->set_input(g.inputs[i], c.inputs[i]).is_ok());
+    auto pass = [&] {
+      ASSERT_TRUE(ex->forward().is_ok());
+      ASSERT_TRUE(ex->backward(g.outputs[0]).is_ok());
+    };
+    pass();
+    const uint64_t before = Tensor::allocation_count();
+    pass();
+    pass();
+    EXPECT_EQ(before, Tensor::allocation_count());
+  }
+}
+
+}  // namespace
+}  // namespace grist
