@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   add_run_command(app, action);
   add_hunt_command(app, action);
   add_replay_command(app, action);
+  add_bench_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

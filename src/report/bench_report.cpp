@@ -1,0 +1,122 @@
+#include "report/bench_report.h"
+
+#include <fmt/format.h>
+
+namespace grist {
+
+namespace {
+
+std::string study_figure(const SubjectResult& r) {
+  std::string s;
+  if (r.study_seconds) s += fmt::format("{:.2f} s", *r.study_seconds);
+  if (r.study_iterations) s += fmt::format("{}@{}@", s.empty() ? "" : " ", *r.study_iterations);
+  return s.empty() ? "-" : s;
+}
+
+std::string speedup(const SubjectResult& r) {
+  if (!r.study_seconds || r.triggered == 0 || r.mean_seconds() <= 0) return "-";
+  return fmt::format("{:.0f}x", *r.study_seconds / r.mean_seconds());
+}
+
+struct Totals {
+  int subjects = 0, all_runs = 0, some_runs = 0;
+  double grist_s = 0, study_s = 0;  // over subjects triggered in every run that have a study time
+};
+
+Totals totals_of(const std::vector<SubjectResult>& rows) {
+  Totals t;
+  for (const auto& r : rows) {
+    ++t.subjects;
+    if (r.triggered > 0) ++t.some_runs;
+    if (r.runs > 0 && r.triggered == r.runs) {
+      ++t.all_runs;
+      if (r.study_seconds) {
+        t.grist_s += r.mean_seconds();
+        t.study_s += *r.study_seconds;
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string bench_header() {
+  return fmt::format("{:<5} {:<8} {:>6} {:>9} {:>9} {:>8} {:>8}  {:<14} {:>6}  {}\n", "bug", "op", "trig", "mean s",
+                     "median s", "iters", "study#", "study", "speed", "first producer");
+}
+
+std::string bench_row(const SubjectResult& r) {
+  if (!r.error.empty()) return fmt::format("{:<5} {:<8} ERROR  {}\n", r.id, r.expected_op, r.error);
+  return fmt::format("{:<5} {:<8} {:>6} {:>9} {:>9} {:>8} {:>8}  {:<14} {:>6}  {}\n", r.id, r.expected_op,
+                     fmt::format("{}/{}", r.triggered, r.runs), r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
+                     r.triggered ? fmt::format("{:.4f}", r.median_seconds()) : "-",
+                     r.triggered ? std::to_string(r.median_iterations()) : "-",
+                     r.triggered ? std::to_string(r.median_study_count()) : "-", study_figure(r), speedup(r),
+                     r.producer.empty() ? "-" : r.producer);
+}
+
+std::string bench_totals(const std::vector<SubjectResult>& rows) {
+  Totals t = totals_of(rows);
+  std::string s = fmt::format("{} subjects: {} triggered in every run, {} in at least one run.\n", t.subjects,
+                              t.all_runs, t.some_runs);
+  if (t.study_s > 0)
+    s += fmt::format("On the subjects with a published GRIST time: grist {:.3f} s in total (mean per subject), "
+                     "GRIST {:.2f} s: {:.0f}x faster.\n",
+                     t.grist_s, t.study_s, t.grist_s > 0 ? t.study_s / t.grist_s : 0.0);
+  return s;
+}
+
+std::string bench_csv(const std::vector<SubjectResult>& rows) {
+  std::string s = "bug,expected_op,runs,triggered,expected_op_hits,mean_s,median_s,median_iterations,"
+                  "median_study_count,study_seconds,study_iterations,first_producer,error\n";
+  auto quote = [](std::string v) {
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  for (const auto& r : rows)
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.expected_op, r.runs, r.triggered,
+                     r.expected_op_hits, r.triggered ? fmt::format("{:.6f}", r.mean_seconds()) : "",
+                     r.triggered ? fmt::format("{:.6f}", r.median_seconds()) : "",
+                     r.triggered ? std::to_string(r.median_iterations()) : "",
+                     r.triggered ? std::to_string(r.median_study_count()) : "",
+                     r.study_seconds ? fmt::format("{}", *r.study_seconds) : "",
+                     r.study_iterations ? std::to_string(*r.study_iterations) : "", quote(r.producer), quote(r.error));
+  return s;
+}
+
+nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& r : rows) {
+    nlohmann::json x{{"bug", r.id},           {"expected_op", r.expected_op}, {"runs", r.runs},
+                     {"triggered", r.triggered}, {"expected_op_hits", r.expected_op_hits}, {"seconds", r.seconds},
+                     {"iterations", r.iterations}, {"study_counts", r.study_counts}, {"first_producer", r.producer}};
+    if (r.study_seconds) x["study_seconds"] = *r.study_seconds;
+    if (r.study_iterations) x["study_iterations"] = *r.study_iterations;
+    if (!r.error.empty()) x["error"] = r.error;
+    if (!r.note.empty()) x["note"] = r.note;
+    j.push_back(x);
+  }
+  return j;
+}
+
+std::string bench_markdown(const std::vector<SubjectResult>& rows) {
+  std::string s = "| bug | op | triggered | mean s | median s | median iterations | study count | study | "
+                  "speed-up | first producer |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    if (!r.error.empty()) {
+      s += fmt::format("| {} | {} | error | | | | | {} | | {} |\n", r.id, r.expected_op, study_figure(r), r.error);
+      continue;
+    }
+    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.expected_op, r.triggered,
+                     r.runs, r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
+                     r.triggered ? fmt::format("{:.4f}", r.median_seconds()) : "-",
+                     r.triggered ? std::to_string(r.median_iterations()) : "-",
+                     r.triggered ? std::to_string(r.median_study_count()) : "-", study_figure(r), speedup(r),
+                     r.producer.empty() ? "-" : r.producer);
+  }
+  return s + "\n" + bench_totals(rows);
+}
+
+}  // namespace grist

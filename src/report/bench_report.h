@@ -1,0 +1,21 @@
+// The benchmark's results table: a row per subject as results arrive, totals with the speed-up over the
+// study's published times, and the same as CSV and JSON files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "search/benchmark.h"
+
+namespace grist {
+
+std::string bench_header();
+std::string bench_row(const SubjectResult& r);
+std::string bench_totals(const std::vector<SubjectResult>& rows);
+std::string bench_csv(const std::vector<SubjectResult>& rows);
+nlohmann::json bench_json(const std::vector<SubjectResult>& rows);
+std::string bench_markdown(const std::vector<SubjectResult>& rows);
+
+}  // namespace grist

@@ -1,0 +1,53 @@
+// The benchmark runner: hunts every zoo subject (zoo/<id>/manifest.toml) with several seeds and gathers
+// what the results table needs: triggered k of N, times, iterations, the producer, the study's figures.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "util/status.h"
+
+namespace grist {
+
+struct BenchOptions {
+  std::string zoo_dir;
+  std::vector<std::string> only;   // subject ids; empty: all
+  int runs = 10;                   // seeds per subject
+  uint64_t first_seed = 1;
+  double time_limit_s = 60;        // per run
+  std::optional<Variant> variant;  // override every manifest's
+  std::function<void(const std::string& subject, int run, int runs_done, int runs_total)> on_run;
+};
+
+struct SubjectResult {
+  std::string id;
+  std::string expected_op;
+  int runs = 0;
+  int triggered = 0;
+  int expected_op_hits = 0;          // triggers whose producer is the expected op
+  std::vector<double> seconds;       // of the triggered runs
+  std::vector<int64_t> iterations;   // of the triggered runs, grist's 1-based count
+  std::vector<int64_t> study_counts; // the same in the study's counting
+  std::string producer;              // "Op 'node' (pass)" of the first triggered run
+  std::optional<double> study_seconds;
+  std::optional<int64_t> study_iterations;
+  std::string note;
+  std::string error;                 // non-empty: the subject could not run
+
+  double mean_seconds() const;
+  double median_seconds() const;
+  int64_t median_iterations() const;
+  int64_t median_study_count() const;
+};
+
+// Subject ids found in zoo_dir (folders holding manifest.toml), in natural order, filtered by `only`;
+// an unknown id in `only` is an error.
+Result<std::vector<std::string>> list_subjects(const std::string& zoo_dir, const std::vector<std::string>& only);
+
+// Runs one subject `runs` times; errors are kept in the result so the table can show them.
+SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& runs_done, int runs_total);
+
+}  // namespace grist
