@@ -311,6 +311,11 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       finish();
       return out;
     }
+    if (it == 1 && loss_ != kNoValue) {
+      const Tensor& l = ex_->value(loss_);
+      GRIST_CHECK(l.numel() == 1 && is_float(l.dtype()), "{}: the loss '{}' must be a float scalar, but it is {} {}",
+                  m_.path, m_.loss, dtype_name(l.dtype()), l.shape().str());
+    }
     Batch monitored;
     if (m_.train.enabled && !m_.train.on_updated_batch) monitored = batch_;
 

@@ -43,7 +43,7 @@ void expect_matches_pytorch(const Case& c) {
     if (key.rfind("output:", 0) != 0) continue;
     ValueId id = g->find_value(key.substr(7));
     ASSERT_NE(id, kNoValue) << key;
-    EXPECT_TRUE(testing::tensors_close(t, ex->value(id), 1e-5, 1e-6)) << c.model << " " << key;
+    EXPECT_TRUE(grist::testing::tensors_close(t, ex->value(id), 1e-5, 1e-6)) << c.model << " " << key;
     ++outputs;
   }
   ValueId scalar = g->find_value(c.scalar);
@@ -56,7 +56,7 @@ void expect_matches_pytorch(const Case& c) {
     ASSERT_NE(id, kNoValue) << key;
     const Tensor* grad = ex->grad(id);
     ASSERT_NE(grad, nullptr) << c.model << ": no gradient reached " << key;
-    EXPECT_TRUE(testing::tensors_close(t, *grad, 1e-5, 1e-6)) << c.model << " " << key;
+    EXPECT_TRUE(grist::testing::tensors_close(t, *grad, 1e-5, 1e-6)) << c.model << " " << key;
     ++grads;
   }
   EXPECT_GT(outputs, 0);

@@ -130,7 +130,7 @@ def export_bad_models():
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 4])
     w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 8, 4])
     r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 8, 2])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])
     nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_a", hidden_size=2),
              helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_b", hidden_size=2),
              helper.make_node("Det", ["h"], ["d"], name="det_1"),
@@ -145,7 +145,7 @@ def export_bad_models():
     big.dims.extend([1 << 20, 1 << 20])
     big.raw_data = b"\0" * 16
     inp = helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])
-    out = helper.make_tensor_value_info("b", TensorProto.FLOAT, None)
+    out = helper.make_tensor_value_info("b", TensorProto.FLOAT, [2])
     g = helper.make_graph([helper.make_node("Add", ["a", "huge"], ["b"])], "huge", [inp], [out], initializer=[big])
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "huge_initializer.onnx"))
 

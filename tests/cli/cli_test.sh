@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The grist command as a user meets it: exit statuses (0 clean, 1 NaN/Inf found, 2 error), one clear error
+# line for bad input, witnesses never overwritten, replay. Usage: cli_test.sh GRIST_BINARY SOURCE_DIR
+set -u
+GRIST=$1
+SRC=$(cd "$2" && pwd)
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+# expect NAME STATUS PATTERN -- COMMAND...: the command exits with STATUS and its output matches PATTERN.
+expect() {
+  local name=$1 status=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$status" ] || ! grep -qE -- "$pattern" <<<"$out"; then
+    echo "FAIL: $name (exit $rc, want $status; want output matching /$pattern/)"
+    echo "$out" | head -20 | sed 's/^/    /'
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+M=$SRC/tests/models
+expect "help explains the commands" 0 "hunt" -- "$GRIST" --help
+expect "no subcommand is a usage error" 2 "subcommand" -- "$GRIST"
+expect "run help lists --input" 0 "--input" -- "$GRIST" run --help
+expect "missing model file" 2 "error: .*nonexistent.onnx: cannot open" -- "$GRIST" run "$TMP/nonexistent.onnx"
+echo "not a model" >"$TMP/notes.onnx"
+expect "not an ONNX file" 2 "notes.onnx: not an ONNX model" -- "$GRIST" run "$TMP/notes.onnx"
+expect "unsupported ops listed at once with node names" 2 "LSTM \(lstm_a, lstm_b\).*Det \(det_1\)|Det \(det_1\).*LSTM \(lstm_a, lstm_b\)" -- "$GRIST" run "$M/unsupported_ops.onnx"
+expect "a dimension too large for memory" 2 "would exceed|too large" -- "$GRIST" run "$M/mlp.onnx" --dim batch=100000000000
+expect "data of the wrong dtype" 2 "expects float32 data, got int64" -- "$GRIST" run "$M/mlp.onnx" --input "x=$SRC/tests/data/fixtures/int64_scalar.npy"
+expect "data of the wrong shape" 2 "expects dimension 1 to be 20" -- "$GRIST" run "$M/mlp.onnx" --input "x=$SRC/tests/data/fixtures/float32_2x3.npy"
+expect "an input the model does not have" 2 "no input named 'nope'" -- "$GRIST" run "$M/mlp.onnx" --input "nope=$SRC/tests/data/fixtures/float32_2x3.npy"
+expect "a finite run exits 0" 0 "every value finite" -- "$GRIST" run "$M/mlp.onnx" --batch 3
+expect "log(softmax) on wide logits names Log" 1 "node '/Log' \(Log\)" -- "$GRIST" run "$SRC/examples/log_softmax.onnx" --range=-300,300 --batch 8 --seed 3
+expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
+expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
+
+expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
+expect "hunt the bug-26 toy" 1 "TRIGGERED at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
+expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
+expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
+expect "replay of a missing witness" 2 "cannot open" -- "$GRIST" replay "$TMP/w/none.json"
+cat >"$TMP/bad_input.toml" <<TOML
+model = "$M/logreg_toy.onnx"
+[inputs.nope]
+role = "data"
+TOML
+expect "manifest naming an input the model lacks" 2 "inputs.nope. names no input of the model" -- "$GRIST" hunt "$TMP/bad_input.toml" -q
+cat >"$TMP/bad_key.toml" <<TOML
+model = "$M/logreg_toy.onnx"
+[search]
+chnage = 0.2
+TOML
+expect "a misspelt key is named" 2 "chnage" -- "$GRIST" hunt "$TMP/bad_key.toml" -q
+cat >"$TMP/bad_shape.toml" <<TOML
+model = "$M/logreg_toy.onnx"
+loss = "cost"
+[inputs.x]
+role = "data"
+values = [[1.0, 2.0, 3.0]]
+TOML
+expect "data whose rows do not fit the input" 2 "a row of its source has 3 values" -- "$GRIST" hunt "$TMP/bad_shape.toml" -q
+cat >"$TMP/vector_loss.toml" <<TOML
+model = "$M/classifier_loss.onnx"
+loss = "probs"
+[inputs.y]
+role = "label"
+values = [0, 1]
+[batch]
+size = 2
+[train]
+optimizer = "sgd"
+TOML
+expect "a loss that is not a scalar" 2 "must be a float scalar" -- "$GRIST" hunt "$TMP/vector_loss.toml" -q
+printf '[parameter]\nchange=abc\n' >"$TMP/experiments.conf"
+expect "experiments.conf with a bad value names file, line and key" 2 "experiments.conf:2: key 'change'" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf "$TMP/experiments.conf" -q
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

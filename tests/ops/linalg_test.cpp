@@ -1,0 +1,295 @@
+// MatMul and Gemm: forward against naive products, numpy shape rules, IEEE products, and gradients
+// against finite differences for every transposition, broadcast and bias form.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/op_test_util.h"
+
+namespace grist::testing {
+namespace {
+
+// A NodeSpec with every field named (aggregate initialisation would leave some implicit).
+NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int num_outputs = 1,
+                   int opset = 17) {
+  NodeSpec s;
+  s.op_type = std::move(op);
+  s.attributes = std::move(attributes);
+  s.num_outputs = num_outputs;
+  s.opset = opset;
+  return s;
+}
+
+// Tensor buffers allocated by further forward+backward passes once a first pass has sized everything.
+uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  if (!ex.is_ok()) return 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) {
+      EXPECT_TRUE(ex->set_input(fmt::format("in{}", i), inputs[i]).is_ok());
+    }
+  }
+  std::vector<ValueId> outputs;
+  std::vector<Tensor> seeds;
+  uint64_t before = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    EXPECT_TRUE(ex->forward().is_ok());
+    if (pass == 0)
+      for (ValueId id : g.outputs)
+        if (is_float(ex->value(id).dtype())) {
+          outputs.push_back(id);
+          seeds.push_back(ex->value(id));
+        }
+    std::vector<const Tensor*> seed_ptrs;
+    for (const Tensor& t : seeds) seed_ptrs.push_back(&t);
+    EXPECT_TRUE(ex->backward(outputs, seed_ptrs).is_ok());
+    if (pass == 0) before = Tensor::allocation_count();
+  }
+  return Tensor::allocation_count() - before;
+}
+
+// Naive numpy matmul on already 2-D-or-more operands with equal batch shapes: c[b] = a[b]·b[b].
+Tensor naive_batched_product(const Tensor& a, const Tensor& b, int64_t batch, int64_t m, int64_t k, int64_t n,
+                             bool broadcast_a, bool broadcast_b, const Shape& out_shape) {
+  Tensor c(DType::Float64, out_shape);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t q = 0; q < k; ++q)
+          s += a.get_as_double((broadcast_a ? 0 : t) * m * k + i * k + q) *
+               b.get_as_double((broadcast_b ? 0 : t) * k * n + q * n + j);
+        c.data<double>()[t * m * n + i * n + j] = s;
+      }
+  return c;
+}
+
+TEST(MatMul, MultipliesMatrices) {
+  Tensor a = Tensor::from<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor b = Tensor::from<float>({3, 2}, {7, 8, 9, 10, 11, 12});
+  auto out = run_node(node_spec("MatMul"), {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(tensors_close(Tensor::from<float>({2, 2}, {58, 64, 139, 154}), out[0]));
+}
+
+TEST(MatMul, PromotesOneDimensionalOperandsAndDropsTheirDimension) {
+  Rng rng(1);
+  auto shape_of = [&](Shape a, Shape b) {
+    auto out = run_node(node_spec("MatMul"), {random_tensor(rng, a), random_tensor(rng, b)});
+    return out.empty() ? Shape{-1} : out[0].shape();
+  };
+  EXPECT_EQ(shape_of({3}, {3, 4}), (Shape{4}));
+  EXPECT_EQ(shape_of({2, 3}, {3}), (Shape{2}));
+  EXPECT_EQ(shape_of({3}, {3}), (Shape{}));
+  EXPECT_EQ(shape_of({5, 2, 3}, {3}), (Shape{5, 2}));
+  EXPECT_EQ(shape_of({3}, {5, 3, 4}), (Shape{5, 4}));
+}
+
+TEST(MatMul, VectorDotProduct) {
+  auto out =
+      run_node(node_spec("MatMul"), {Tensor::from<double>({3}, {1, 2, 3}), Tensor::from<double>({3}, {4, 5, 6})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_DOUBLE_EQ(out[0].get_as_double(0), 32.0);
+}
+
+TEST(MatMul, BroadcastsBatchDimensions) {
+  Rng rng(2);
+  Tensor a = random_tensor(rng, {2, 1, 3, 4});
+  Tensor b = random_tensor(rng, {5, 4, 2});
+  auto out = run_node(node_spec("MatMul"), {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].shape(), (Shape{2, 5, 3, 2}));
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 5; ++j)
+      for (int64_t r = 0; r < 3; ++r)
+        for (int64_t c = 0; c < 2; ++c) {
+          double s = 0;
+          for (int64_t q = 0; q < 4; ++q) s += a.get_as_double(i * 12 + r * 4 + q) * b.get_as_double(j * 8 + q * 2 + c);
+          EXPECT_NEAR(out[0].get_as_double(((i * 5 + j) * 3 + r) * 2 + c), s, 1e-12);
+        }
+}
+
+TEST(MatMul, SharedRightOperandMatchesPerItemProducts) {
+  Rng rng(3);
+  Tensor a = random_tensor(rng, {4, 3, 5});
+  Tensor b = random_tensor(rng, {5, 2});
+  auto out = run_node(node_spec("MatMul"), {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(tensors_close(naive_batched_product(a, b, 4, 3, 5, 2, false, true, {4, 3, 2}), out[0], 1e-12, 1e-12));
+}
+
+TEST(MatMul, InfinityTimesZeroIsNaN) {
+  auto out = run_node(node_spec("MatMul"),
+                      {Tensor::from<float>({1, 2}, {INFINITY, 1.0f}), Tensor::from<float>({2, 1}, {0, 1})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0].get_as_double(0)));
+}
+
+TEST(MatMul, RejectsMismatchedInnerDimensions) {
+  Rng rng(4);
+  auto r = try_run_node(node_spec("MatMul"), {random_tensor(rng, {2, 3}), random_tensor(rng, {4, 2})});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("inner dimensions"), std::string::npos) << r.message();
+}
+
+TEST(MatMul, RejectsIncompatibleBatchDimensions) {
+  Rng rng(5);
+  EXPECT_FALSE(
+      try_run_node(node_spec("MatMul"), {random_tensor(rng, {2, 2, 3}), random_tensor(rng, {3, 3, 2})}).is_ok());
+}
+
+TEST(MatMul, RejectsIntegerAndMixedOperands) {
+  Tensor i = Tensor::from<int32_t>({1, 1}, {1});
+  EXPECT_FALSE(try_run_node(node_spec("MatMul"), {i, i}).is_ok());
+  EXPECT_FALSE(
+      try_run_node(node_spec("MatMul"), {Tensor::from<float>({1, 1}, {1}), Tensor::from<double>({1, 1}, {1})}).is_ok());
+}
+
+TEST(MatMulGradient, Matrices) {
+  Rng rng(10);
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {3, 4}), random_tensor(rng, {4, 2})});
+}
+
+TEST(MatMulGradient, BatchFoldedIntoOneProduct) {
+  Rng rng(11);
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {4, 5})});
+}
+
+TEST(MatMulGradient, BroadcastBatchesOnBothSides) {
+  Rng rng(12);
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {2, 1, 3, 4}), random_tensor(rng, {3, 4, 2})});
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {3, 4}), random_tensor(rng, {2, 4, 2})});
+}
+
+TEST(MatMulGradient, OneDimensionalOperands) {
+  Rng rng(13);
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {4}), random_tensor(rng, {2, 4, 3})});
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {4})});
+  expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {4}), random_tensor(rng, {4})});
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+NodeSpec gemm_spec(int trans_a, int trans_b, double alpha, double beta) {
+  return node_spec("Gemm", {{"transA", attr_int(trans_a)},
+                            {"transB", attr_int(trans_b)},
+                            {"alpha", attr_float(alpha)},
+                            {"beta", attr_float(beta)}});
+}
+
+// alpha·op(A)·op(B) + beta·C with C broadcast, computed naively.
+Tensor naive_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, double alpha, double beta) {
+  const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t n = tb ? b.shape()[0] : b.shape()[1];
+  Tensor y(DType::Float64, {m, n});
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t q = 0; q < k; ++q)
+        s += a.get_as_double(ta ? q * m + i : i * k + q) * b.get_as_double(tb ? j * k + q : q * n + j);
+      double bias = 0;
+      if (c) {
+        const Shape& cs = c->shape();
+        int64_t ci = cs.rank() == 0   ? 0
+                     : cs.rank() == 1 ? (cs[0] == 1 ? 0 : j)
+                                      : (cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j);
+        bias = beta * c->get_as_double(ci);
+      }
+      y.data<double>()[i * n + j] = alpha * s + bias;
+    }
+  return y;
+}
+
+TEST(Gemm, AllAttributesMatchNaiveProduct) {
+  Rng rng(20);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      Tensor a = random_tensor(rng, ta ? Shape{4, 3} : Shape{3, 4});
+      Tensor b = random_tensor(rng, tb ? Shape{5, 4} : Shape{4, 5});
+      Tensor c = random_tensor(rng, {1, 5});
+      auto out = run_node(gemm_spec(ta, tb, 0.25, 0.35), {a, b, c});
+      ASSERT_EQ(out.size(), 1u);
+      EXPECT_TRUE(tensors_close(naive_gemm(a, b, &c, ta, tb, 0.25, 0.35), out[0], 1e-12, 1e-12))
+          << "transA " << ta << " transB " << tb;
+    }
+}
+
+TEST(Gemm, BroadcastsEveryBiasForm) {
+  Rng rng(21);
+  Tensor a = random_tensor(rng, {3, 4});
+  Tensor b = random_tensor(rng, {4, 2});
+  for (Shape cs : {Shape{}, Shape{1}, Shape{2}, Shape{1, 2}, Shape{3, 1}, Shape{3, 2}}) {
+    Tensor c = random_tensor(rng, cs);
+    auto out = run_node(gemm_spec(0, 0, 1.0, 2.0), {a, b, c});
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(tensors_close(naive_gemm(a, b, &c, false, false, 1.0, 2.0), out[0], 1e-12, 1e-12)) << cs.str();
+  }
+}
+
+TEST(Gemm, WorksWithoutBias) {
+  Rng rng(22);
+  Tensor a = random_tensor(rng, {2, 3});
+  Tensor b = random_tensor(rng, {3, 2});
+  auto out = run_node(node_spec("Gemm"), {a, b});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(tensors_close(naive_gemm(a, b, nullptr, false, false, 1, 1), out[0], 1e-12, 1e-12));
+}
+
+TEST(Gemm, ZeroBetaStillPropagatesNaNBias) {
+  // beta·C is computed as written: 0·NaN = NaN, as in the ONNX reference.
+  auto out = run_node(gemm_spec(0, 0, 1.0, 0.0), {Tensor::from<float>({1, 1}, {1}), Tensor::from<float>({1, 1}, {1}),
+                                                  Tensor::from<float>({1}, {NAN})});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0].get_as_double(0)));
+}
+
+TEST(Gemm, RejectsBadShapes) {
+  Rng rng(23);
+  EXPECT_FALSE(try_run_node(node_spec("Gemm"), {random_tensor(rng, {2, 3}), random_tensor(rng, {2, 3})}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("Gemm"), {random_tensor(rng, {2, 3, 1}), random_tensor(rng, {3, 2})}).is_ok());
+  EXPECT_FALSE(
+      try_run_node(node_spec("Gemm"), {random_tensor(rng, {2, 3}), random_tensor(rng, {3, 2}), random_tensor(rng, {3})})
+          .is_ok());
+}
+
+TEST(GemmGradient, EveryTransposition) {
+  Rng rng(30);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      SCOPED_TRACE(::testing::Message() << "transA " << ta << " transB " << tb);
+      Tensor a = random_tensor(rng, ta ? Shape{4, 3} : Shape{3, 4});
+      Tensor b = random_tensor(rng, tb ? Shape{2, 4} : Shape{4, 2});
+      expect_gradient_matches(gemm_spec(ta, tb, 0.7, -1.3), {a, b, random_tensor(rng, {3, 2})});
+    }
+}
+
+TEST(GemmGradient, BroadcastBiasForms) {
+  Rng rng(31);
+  for (Shape cs : {Shape{}, Shape{2}, Shape{3, 1}, Shape{1, 2}}) {
+    SCOPED_TRACE(cs.str());
+    expect_gradient_matches(gemm_spec(0, 1, 1.5, 0.5),
+                            {random_tensor(rng, {3, 4}), random_tensor(rng, {2, 4}), random_tensor(rng, cs)});
+  }
+}
+
+TEST(GemmGradient, NoBias) {
+  Rng rng(32);
+  expect_gradient_matches(node_spec("Gemm"), {random_tensor(rng, {3, 4}), random_tensor(rng, {4, 2})});
+}
+
+TEST(LinalgSteadyState, RepeatedPassesAllocateNothing) {
+  Rng rng(40);
+  EXPECT_EQ(allocations_after_first_pass(node_spec("MatMul"),
+                                         {random_tensor(rng, {2, 1, 3, 4}), random_tensor(rng, {3, 4, 2})}),
+            0u);
+  EXPECT_EQ(
+      allocations_after_first_pass(gemm_spec(1, 0, 0.5, 2.0),
+                                   {random_tensor(rng, {4, 3}), random_tensor(rng, {4, 2}), random_tensor(rng, {2})}),
+      0u);
+}
+
+}  // namespace
+}  // namespace grist::testing

@@ -1,0 +1,326 @@
+// BatchNormalization (inference and both training-mode conventions), LayerNormalization and Dropout:
+// forward values, statistics outputs, mode selection, error paths, and gradients.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/op_test_util.h"
+
+namespace grist::testing {
+namespace {
+
+// A NodeSpec with every field named (aggregate initialisation would leave some implicit).
+NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int num_outputs = 1,
+                   int opset = 17) {
+  NodeSpec s;
+  s.op_type = std::move(op);
+  s.attributes = std::move(attributes);
+  s.num_outputs = num_outputs;
+  s.opset = opset;
+  return s;
+}
+
+// Tensor buffers allocated by further forward+backward passes once a first pass has sized everything.
+uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  if (!ex.is_ok()) return 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].defined()) {
+      EXPECT_TRUE(ex->set_input(fmt::format("in{}", i), inputs[i]).is_ok());
+    }
+  }
+  std::vector<ValueId> outputs;
+  std::vector<Tensor> seeds;
+  uint64_t before = 0;
+  for (int pass = 0; pass < 3; ++pass) {
+    EXPECT_TRUE(ex->forward().is_ok());
+    if (pass == 0)
+      for (ValueId id : g.outputs)
+        if (is_float(ex->value(id).dtype())) {
+          outputs.push_back(id);
+          seeds.push_back(ex->value(id));
+        }
+    std::vector<const Tensor*> seed_ptrs;
+    for (const Tensor& t : seeds) seed_ptrs.push_back(&t);
+    EXPECT_TRUE(ex->backward(outputs, seed_ptrs).is_ok());
+    if (pass == 0) before = Tensor::allocation_count();
+  }
+  return Tensor::allocation_count() - before;
+}
+
+Tensor constant(const Shape& s, double v) {
+  Tensor t(DType::Float64, s);
+  for (double& e : t.span<double>()) e = v;
+  return t;
+}
+
+// BatchNormalization inputs X [2, 3, 2, 2] and per-channel scale, B, mean, var (var positive).
+std::vector<Tensor> batch_norm_inputs(uint64_t seed) {
+  Rng rng(seed);
+  return {random_tensor(rng, {2, 3, 2, 2}, -2, 2), random_tensor(rng, {3}, 0.5, 1.5), random_tensor(rng, {3}),
+          random_tensor(rng, {3}), random_tensor(rng, {3}, 0.5, 2)};
+}
+
+TEST(BatchNormalization, InferenceUsesTheRunningStatistics) {
+  auto in = batch_norm_inputs(1);
+  auto out = run_node(node_spec("BatchNormalization", {{"epsilon", attr_float(1e-2)}}), in);
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < in[0].numel(); ++i) {
+    const int64_t c = (i / 4) % 3;
+    double expected = in[1].get_as_double(c) * (in[0].get_as_double(i) - in[3].get_as_double(c)) /
+                          std::sqrt(in[4].get_as_double(c) + 1e-2) +
+                      in[2].get_as_double(c);
+    EXPECT_NEAR(out[0].get_as_double(i), expected, 1e-12);
+  }
+}
+
+TEST(BatchNormalization, ZeroVarianceWithoutEpsilonGivesInfinityAndNaN) {
+  Tensor x = Tensor::from<float>({1, 1, 2}, {1, 2});
+  Tensor one = Tensor::from<float>({1}, {1}), zero = Tensor::from<float>({1}, {0}),
+         mean = Tensor::from<float>({1}, {1});
+  auto out = run_node(node_spec("BatchNormalization", {{"epsilon", attr_float(0)}}), {x, one, zero, mean, zero});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(std::isnan(out[0].get_as_double(0)));  // (x − mean) = 0, times inf
+  EXPECT_EQ(out[0].get_as_double(1), INFINITY);
+}
+
+TEST(BatchNormalization, TrainingModeNormalisesWithBatchStatistics) {
+  auto in = batch_norm_inputs(2);
+  NodeSpec spec =
+      node_spec("BatchNormalization", {{"training_mode", attr_int(1)}, {"momentum", attr_float(0.8)}}, 3, 15);
+  auto out = run_node(spec, in);
+  ASSERT_EQ(out.size(), 3u);
+  for (int64_t c = 0; c < 3; ++c) {
+    double sum = 0, sq = 0;
+    std::vector<double> xs;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t j = 0; j < 4; ++j) xs.push_back(in[0].get_as_double((n * 3 + c) * 4 + j));
+    for (double v : xs) sum += v;
+    const double mean = sum / 8;
+    for (double v : xs) sq += (v - mean) * (v - mean);
+    const double var = sq / 8;
+    EXPECT_NEAR(out[1].get_as_double(c), 0.8 * in[3].get_as_double(c) + 0.2 * mean, 1e-12);
+    EXPECT_NEAR(out[2].get_as_double(c), 0.8 * in[4].get_as_double(c) + 0.2 * var, 1e-12);
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t j = 0; j < 4; ++j) {
+        const int64_t i = (n * 3 + c) * 4 + j;
+        double expected =
+            in[1].get_as_double(c) * (in[0].get_as_double(i) - mean) / std::sqrt(var + 1e-5) + in[2].get_as_double(c);
+        EXPECT_NEAR(out[0].get_as_double(i), expected, 1e-12);
+      }
+  }
+}
+
+TEST(BatchNormalization, OpsetNineTrainsWhenStatisticsOutputsAreWanted) {
+  auto in = batch_norm_inputs(3);
+  auto inference = run_node(node_spec("BatchNormalization", {}, 1, 9), in);
+  auto training = run_node(node_spec("BatchNormalization", {}, 5, 9), in);
+  ASSERT_EQ(training.size(), 5u);
+  ASSERT_EQ(inference.size(), 1u);
+  EXPECT_FALSE(tensors_close(inference[0], training[0]));
+  // saved_mean is the batch mean: normalising with it centres every channel.
+  for (int64_t c = 0; c < 3; ++c) {
+    double s = 0;
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t j = 0; j < 4; ++j) s += training[0].get_as_double((n * 3 + c) * 4 + j);
+    EXPECT_NEAR(s / 8, in[2].get_as_double(c), 1e-12);
+  }
+}
+
+TEST(BatchNormalization, RejectsMismatchedParameters) {
+  auto in = batch_norm_inputs(4);
+  in[1] = constant({2}, 1);
+  EXPECT_FALSE(try_run_node(node_spec("BatchNormalization"), in).is_ok());
+  in = batch_norm_inputs(4);
+  in.pop_back();
+  EXPECT_FALSE(try_run_node(node_spec("BatchNormalization"), in).is_ok());
+}
+
+TEST(BatchNormalizationGradient, InferenceMode) {
+  expect_gradient_matches(node_spec("BatchNormalization"), batch_norm_inputs(10), {.wrt = {0, 1, 2}});
+}
+
+TEST(BatchNormalizationGradient, TrainingModeThroughAllOutputs) {
+  NodeSpec spec = node_spec("BatchNormalization", {{"training_mode", attr_int(1)}}, 3, 15);
+  expect_gradient_matches(spec, batch_norm_inputs(11), {.wrt = {0, 1, 2}});
+}
+
+TEST(BatchNormalizationGradient, OpsetNineTrainingWithSavedStatistics) {
+  expect_gradient_matches(node_spec("BatchNormalization", {}, 5, 9), batch_norm_inputs(12), {.wrt = {0, 1, 2}});
+}
+
+TEST(BatchNormalizationGradient, RankTwoInput) {
+  Rng rng(13);
+  NodeSpec spec = node_spec("BatchNormalization", {{"training_mode", attr_int(1)}}, 1, 15);
+  expect_gradient_matches(spec,
+                          {random_tensor(rng, {5, 2}), random_tensor(rng, {2}), random_tensor(rng, {2}),
+                           random_tensor(rng, {2}), random_tensor(rng, {2}, 0.5, 1)},
+                          {.wrt = {0, 1, 2}});
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+TEST(LayerNormalization, NormalisesTrailingDimensionsAndReportsStatistics) {
+  Tensor x = Tensor::from<double>({2, 3}, {1, 2, 3, 4, 4, 4});
+  NodeSpec spec = node_spec("LayerNormalization", {{"epsilon", attr_float(0)}}, 3);
+  auto out = run_node(spec, {x, constant({3}, 2), constant({3}, 1)});
+  ASSERT_EQ(out.size(), 3u);
+  const double s = std::sqrt(1.5);  // 1/std of {1, 2, 3}
+  EXPECT_TRUE(tensors_close(Tensor::from<double>({2, 3}, {1 - 2 * s, 1, 1 + 2 * s, NAN, NAN, NAN}), out[0]));
+  EXPECT_TRUE(tensors_close(Tensor::from<double>({2, 1}, {2, 4}), out[1]));
+  EXPECT_TRUE(tensors_close(Tensor::from<double>({2, 1}, {s, INFINITY}), out[2]));
+}
+
+TEST(LayerNormalization, RejectsBadAxisAndScale) {
+  Rng rng(20);
+  Tensor x = random_tensor(rng, {2, 3});
+  EXPECT_FALSE(try_run_node(node_spec("LayerNormalization", {{"axis", attr_int(2)}}), {x, constant({3}, 1)}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("LayerNormalization"), {x, constant({2}, 1)}).is_ok());
+}
+
+TEST(LayerNormalizationGradient, LastAxisWithAllOutputs) {
+  Rng rng(21);
+  NodeSpec spec = node_spec("LayerNormalization", {}, 3);
+  expect_gradient_matches(spec, {random_tensor(rng, {3, 4}), random_tensor(rng, {4}), random_tensor(rng, {4})});
+}
+
+TEST(LayerNormalizationGradient, EarlierAxisWithBroadcastScaleAndNoBias) {
+  Rng rng(22);
+  NodeSpec spec = node_spec("LayerNormalization", {{"axis", attr_int(1)}, {"epsilon", attr_float(0.1)}});
+  expect_gradient_matches(spec, {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {1, 4})});
+  expect_gradient_matches(spec,
+                          {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {3, 4}), random_tensor(rng, {3, 1})});
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+Tensor ones_float(const Shape& s) {
+  Tensor t(DType::Float32, s);
+  for (float& v : t.span<float>()) v = 1.0f;
+  return t;
+}
+
+TEST(Dropout, InferenceIsIdentityWithAllTrueMask) {
+  Rng rng(30);
+  Tensor x = random_tensor(rng, {3, 4});
+  for (int opset : {9, 11, 13}) {
+    SCOPED_TRACE(::testing::Message() << "opset " << opset);
+    auto out = run_node(node_spec("Dropout", {{"ratio", attr_float(0.3)}}, 2, opset), {x});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_TRUE(tensors_close(x, out[0], 0, 0));
+    // Before opset 10 the mask had the data's type.
+    ASSERT_EQ(out[1].dtype(), opset < 10 ? DType::Float64 : DType::Bool);
+    for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(out[1].get_as_double(i), 1.0);
+  }
+}
+
+TEST(Dropout, TrainingModeInputKeepsAndScales) {
+  Tensor x = ones_float({1000});
+  NodeSpec spec = node_spec("Dropout", {}, 2, 13);
+  auto out = run_node(spec, {x, Tensor::scalar<float>(0.25f), Tensor::scalar<bool>(true)});
+  ASSERT_EQ(out.size(), 2u);
+  int kept = 0;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const bool keep = out[1].data<bool>()[i];
+    kept += keep;
+    EXPECT_EQ(out[0].data<float>()[i], keep ? 1.0f / 0.75f : 0.0f);
+  }
+  EXPECT_GT(kept, 650);
+  EXPECT_LT(kept, 850);
+}
+
+TEST(Dropout, ZeroRatioKeepsEverything) {
+  Rng rng(31);
+  Tensor x = random_tensor(rng, {50});
+  auto out = run_node(node_spec("Dropout", {}, 1, 13), {x, Tensor::scalar<double>(0.0), Tensor::scalar<bool>(true)});
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(tensors_close(x, out[0], 0, 0));
+}
+
+TEST(Dropout, ExecutorOptionOverridesTheNodeMode) {
+  Tensor x = ones_float({200});
+  ExecutorOptions training;
+  training.dropout_training = true;
+  auto out = run_node(node_spec("Dropout", {{"ratio", attr_float(0.5)}}, 1, 11), {x}, training);
+  ASSERT_EQ(out.size(), 1u);
+  int zeros = 0;
+  for (float v : out[0].span<float>()) zeros += v == 0.0f;
+  EXPECT_GT(zeros, 0);
+  ExecutorOptions inference;
+  inference.dropout_training = false;
+  out = run_node(node_spec("Dropout", {}, 1, 13), {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)},
+                 inference);
+  EXPECT_TRUE(tensors_close(x, out[0], 0, 0));
+}
+
+TEST(Dropout, DroppedInfinityBecomesNaN) {
+  // y = x · mask·scale, as PyTorch computes it: inf · 0 = NaN.
+  Tensor x = ones_float({64});
+  for (float& v : x.span<float>()) v = INFINITY;
+  auto out = run_node(node_spec("Dropout", {}, 2, 13), {x, Tensor::scalar<float>(0.5f), Tensor::scalar<bool>(true)});
+  ASSERT_EQ(out.size(), 2u);
+  for (int64_t i = 0; i < 64; ++i) {
+    if (out[1].data<bool>()[i]) {
+      EXPECT_EQ(out[0].data<float>()[i], INFINITY);
+    } else {
+      EXPECT_TRUE(std::isnan(out[0].data<float>()[i]));
+    }
+  }
+}
+
+TEST(Dropout, RejectsRatioOutsideTheUnitInterval) {
+  EXPECT_FALSE(try_run_node(node_spec("Dropout", {}, 1, 13), {ones_float({2}), Tensor::scalar<float>(1.5f)}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("Dropout", {{"ratio", attr_float(-0.1)}}, 1, 10), {ones_float({2})}).is_ok());
+}
+
+TEST(DropoutGradient, InferenceIsIdentity) {
+  Rng rng(40);
+  expect_gradient_matches(node_spec("Dropout", {{"ratio", attr_float(0.5)}}, 1, 11), {random_tensor(rng, {3, 4})});
+}
+
+// Training draws a new mask every forward, so finite differences do not apply: the gradient must be
+// dY scaled by the mask of the forward it follows, whether the mask is an output or kept internally.
+TEST(DropoutGradient, TrainingFollowsTheForwardMask) {
+  for (int outputs : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << outputs << " outputs");
+    NodeSpec spec = node_spec("Dropout", {}, outputs, 13);
+    std::vector<Tensor> inputs{constant({40}, 3.0), Tensor::scalar<double>(0.4), Tensor::scalar<bool>(true)};
+    Graph g = make_single_node_graph(spec, inputs);
+    auto ex = Executor::create(g);
+    ASSERT_TRUE(ex.is_ok()) << ex.message();
+    for (size_t i = 0; i < inputs.size(); ++i) ASSERT_TRUE(ex->set_input(g.inputs[i], inputs[i]).is_ok());
+    ASSERT_TRUE(ex->forward().is_ok());
+    Tensor seed = constant({40}, 2.0);
+    const Tensor* seeds[] = {&seed};
+    ValueId y = g.outputs[0];
+    ASSERT_TRUE(ex->backward(std::span<const ValueId>(&y, 1), seeds).is_ok());
+    const Tensor* dx = ex->grad(g.inputs[0]);
+    ASSERT_NE(dx, nullptr);
+    const Tensor& out = ex->value(y);
+    for (int64_t i = 0; i < 40; ++i) {
+      const bool kept = out.data<double>()[i] != 0;
+      EXPECT_DOUBLE_EQ(dx->data<double>()[i], kept ? 2.0 / 0.6 : 0.0);
+    }
+  }
+}
+
+TEST(NormalizationSteadyState, RepeatedPassesAllocateNothing) {
+  Rng rng(50);
+  EXPECT_EQ(allocations_after_first_pass(node_spec("BatchNormalization", {{"training_mode", attr_int(1)}}, 3, 15),
+                                         batch_norm_inputs(51)),
+            0u);
+  EXPECT_EQ(allocations_after_first_pass(
+                node_spec("LayerNormalization", {{"axis", attr_int(1)}}, 3),
+                {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {1, 4}), random_tensor(rng, {3, 4})}),
+            0u);
+  EXPECT_EQ(
+      allocations_after_first_pass(node_spec("Dropout", {}, 1, 13),
+                                   {random_tensor(rng, {8}), Tensor::scalar<double>(0.5), Tensor::scalar<bool>(true)}),
+      0u);
+}
+
+}  // namespace
+}  // namespace grist::testing
