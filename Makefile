@@ -9,9 +9,15 @@ GRIST := $(BUILD)/grist
 DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config ccache \
   libeigen3-dev libonnx-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev \
   libtomlplusplus-dev libfmt-dev libzip-dev zlib1g-dev libssl-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev libonnx-testdata dataset-fashion-mnist
+  libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev libonnx-testdata dataset-fashion-mnist \
+  python3-torch python3-onnx python3-numpy libopenblas0-pthread clang libclang-rt-14-dev
 
-.PHONY: all deps build test demo bench sanitize clean
+# The quick slice of the benchmark that `make test` hunts end to end: the PyTorch toys and two MNIST subjects.
+ZOO_SLICE := 2a,3,23,26,27,32,33,37,38,46,54,56,57
+# Debian's interpreter: the python3 first on PATH may not see Debian's torch.
+PYTHON := /usr/bin/python3
+
+.PHONY: all deps build test demo bench sanitize fuzz-smoke zoo zoo-slice zoo-bench clean
 
 all: build
 
@@ -29,8 +35,18 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j$(JOBS)
 
-test: build
+test: build zoo-slice
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	$(GRIST) bench zoo --only $(ZOO_SLICE) --runs 2 --time-limit 30 --quiet --out $(BUILD)/bench-slice
+
+# Export the zoo's models with Debian's PyTorch (deterministic, cached by a stamp per subject).
+zoo: deps
+	$(PYTHON) zoo/zoo_export.py
+zoo-slice: deps
+	$(PYTHON) zoo/zoo_export.py --only $(ZOO_SLICE)
+# The full benchmark of docs/RESULTS.md: every subject, 10 seeds, 60 s each.
+zoo-bench: build zoo
+	$(GRIST) bench zoo --runs 10 --time-limit 60
 
 demo: build
 	$(GRIST) run examples/log_softmax.onnx --range=-60,60 --batch 4 --seed 1; test $$? -le 1
@@ -38,11 +54,20 @@ demo: build
 bench: build
 	$(BUILD)/bench/engine_bench
 
-# The importer and the engine under AddressSanitizer + UndefinedBehaviorSanitizer.
+# The importer and the engine under AddressSanitizer + UndefinedBehaviorSanitizer (optimised, so the
+# conformance data runs in reasonable time).
 sanitize: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRIST_SANITIZE=ON
+	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRIST_SANITIZE=ON
 	ninja -C build-asan -j$(JOBS)
-	cd build-asan && ctest --output-on-failure -j$(JOBS) -L "unit|conformance"
+	cd build-asan && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "ZooReference|cli_test"
+
+# libFuzzer on the ONNX importer and the .npy reader, 30 s each from the committed files as seeds.
+fuzz-smoke: deps
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DGRIST_FUZZ=ON
+	ninja -C build-fuzz -j$(JOBS) import_fuzzer npy_fuzzer
+	mkdir -p build-fuzz/corpus-onnx build-fuzz/corpus-npy
+	build-fuzz/import_fuzzer -max_total_time=30 -max_len=65536 build-fuzz/corpus-onnx tests/models examples
+	build-fuzz/npy_fuzzer -max_total_time=30 build-fuzz/corpus-npy tests/data/fixtures
 
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,8 +1,919 @@
+// Convolution and pooling: Conv, ConvTranspose (im2col/col2im + one Eigen GEMM per batch item and group),
+// MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool, forward and backward, any spatial rank.
+// GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized inside Eigen's products (GCC bug 105593,
+// fixed in GCC 13): silenced for Eigen's headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
 namespace grist {
+namespace {
 
-void register_conv_pool_ops(OpRegistry& r) { (void)r; }
+constexpr int kMaxSpatial = Shape::kMaxRank - 2;
+using SpatialArray = std::array<int64_t, kMaxSpatial>;
+
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
+template <class T>
+using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
+
+// Attributes read in place: attr_ints would copy into a fresh vector on every call.
+std::span<const int64_t> ints_attr(const Node& node, std::string_view key) {
+  const Attribute* a = node.attr(key);
+  return a ? std::span<const int64_t>(a->ints) : std::span<const int64_t>{};
+}
+
+std::string_view string_attr(const Node& node, std::string_view key, std::string_view fallback) {
+  const Attribute* a = node.attr(key);
+  return a ? std::string_view(a->s) : fallback;
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// The j in [0, count) with 0 <= first + j·step < limit form the range [lo, hi) (step > 0).
+void valid_range(int64_t first, int64_t step, int64_t limit, int64_t count, int64_t& lo, int64_t& hi) {
+  lo = std::max<int64_t>(0, ceil_div(-first, step));
+  hi = std::max(lo, std::min(count, ceil_div(limit - first, step)));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Window geometry, shared by every op here: a sliding window over an "image" (conv and pooling input,
+// ConvTranspose output) placed at each point of a "grid" (conv and pooling output, ConvTranspose input).
+// Grid point p covers image positions p·stride − pad_begin + k·dilation for kernel offsets k.
+
+struct WindowGeometry {
+  int rank = 0;  // spatial rank
+  SpatialArray image{}, grid{}, kernel{}, stride{}, dilation{}, pad_begin{}, pad_end{};
+
+  int64_t image_size() const { return product(image); }
+  int64_t grid_size() const { return product(grid); }
+  int64_t kernel_size() const { return product(kernel); }
+  // Each grid point reads exactly the image element at its own position: im2col would be a copy.
+  bool is_pointwise() const {
+    for (int d = 0; d < rank; ++d)
+      if (kernel[d] != 1 || stride[d] != 1 || pad_begin[d] != 0 || image[d] != grid[d]) return false;
+    return true;
+  }
+
+ private:
+  int64_t product(const SpatialArray& a) const {
+    int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= a[d];
+    return n;
+  }
+};
+
+enum class AutoPad { NotSet, Valid, SameUpper, SameLower };
+
+Status read_auto_pad(const Node& node, AutoPad& out) {
+  std::string_view s = string_attr(node, "auto_pad", "NOTSET");
+  if (s == "NOTSET") {
+    out = AutoPad::NotSet;
+  } else if (s == "VALID") {
+    out = AutoPad::Valid;
+  } else if (s == "SAME_UPPER") {
+    out = AutoPad::SameUpper;
+  } else if (s == "SAME_LOWER") {
+    out = AutoPad::SameLower;
+  } else {
+    return node_error(node, fmt::format("unknown auto_pad '{}'", s));
+  }
+  return Status::ok();
+}
+
+// Copies an optional per-dimension attribute (default `fallback`, values >= `min_value`).
+Status read_spatial_attr(const Node& node, std::string_view key, int rank, int64_t fallback, int64_t min_value,
+                         SpatialArray& out) {
+  std::span<const int64_t> v = ints_attr(node, key);
+  if (!v.empty() && static_cast<int>(v.size()) != rank)
+    return node_error(node, fmt::format("'{}' has {} values for {} spatial dimensions", key, v.size(), rank));
+  for (int d = 0; d < rank; ++d) {
+    out[d] = v.empty() ? fallback : v[static_cast<size_t>(d)];
+    if (out[d] < min_value) return node_error(node, fmt::format("'{}' must be at least {}", key, min_value));
+  }
+  return Status::ok();
+}
+
+// Kernel (given), strides, dilations and explicit pads from the node's attributes.
+Status read_window_attrs(const Node& node, int rank, std::span<const int64_t> kernel, WindowGeometry& g) {
+  if (rank < 1 || rank > kMaxSpatial) return node_error(node, "needs an input of rank 3 or more");
+  if (static_cast<int>(kernel.size()) != rank)
+    return node_error(node, fmt::format("kernel has {} dimensions for {} spatial dimensions", kernel.size(), rank));
+  g.rank = rank;
+  for (int d = 0; d < rank; ++d) {
+    g.kernel[d] = kernel[static_cast<size_t>(d)];
+    if (g.kernel[d] < 1) return node_error(node, "kernel dimensions must be positive");
+  }
+  GRIST_TRY(read_spatial_attr(node, "strides", rank, 1, 1, g.stride));
+  GRIST_TRY(read_spatial_attr(node, "dilations", rank, 1, 1, g.dilation));
+  std::span<const int64_t> pads = ints_attr(node, "pads");
+  if (!pads.empty() && static_cast<int>(pads.size()) != 2 * rank)
+    return node_error(node, fmt::format("'pads' has {} values for {} spatial dimensions", pads.size(), rank));
+  for (int d = 0; d < rank; ++d) {
+    g.pad_begin[d] = pads.empty() ? 0 : pads[static_cast<size_t>(d)];
+    g.pad_end[d] = pads.empty() ? 0 : pads[static_cast<size_t>(d + rank)];
+    if (g.pad_begin[d] < 0 || g.pad_end[d] < 0) return node_error(node, "'pads' must not be negative");
+  }
+  return Status::ok();
+}
+
+int64_t dilated_extent(const WindowGeometry& g, int d) { return (g.kernel[d] - 1) * g.dilation[d] + 1; }
+
+// Conv and pooling: the grid that slides the window over the image (g.image set), adjusting pads for auto_pad.
+// ceil_mode keeps a last partial window, as long as it starts inside the image or its leading padding.
+Status compute_grid(const Node& node, AutoPad auto_pad, bool ceil_mode, WindowGeometry& g) {
+  for (int d = 0; d < g.rank; ++d) {
+    const int64_t extent = dilated_extent(g, d), in = g.image[d], s = g.stride[d];
+    if (auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower) {
+      g.grid[d] = ceil_div(in, s);
+      const int64_t total = std::max<int64_t>(0, (g.grid[d] - 1) * s + extent - in);
+      g.pad_begin[d] = auto_pad == AutoPad::SameUpper ? total / 2 : total - total / 2;
+      g.pad_end[d] = total - g.pad_begin[d];
+      continue;
+    }
+    if (auto_pad == AutoPad::Valid) g.pad_begin[d] = g.pad_end[d] = 0;
+    const int64_t span = in + g.pad_begin[d] + g.pad_end[d] - extent;
+    if (span < 0)
+      return node_error(node, fmt::format("the window ({} wide) is larger than the padded input ({}) in dimension {}",
+                                          extent, in + g.pad_begin[d] + g.pad_end[d], d));
+    g.grid[d] = (ceil_mode ? ceil_div(span, s) : span / s) + 1;
+    if (ceil_mode && (g.grid[d] - 1) * s >= in + g.pad_begin[d]) --g.grid[d];
+  }
+  return Status::ok();
+}
+
+void set_spatial(const Shape& s, SpatialArray& out) {
+  for (int d = 2; d < s.rank(); ++d) out[d - 2] = s[d];
+}
+
+// [n, channels, spatial...]
+Shape batch_channel_shape(int64_t n, int64_t channels, const WindowGeometry& g, const SpatialArray& spatial) {
+  Shape s{n, channels};
+  for (int d = 0; d < g.rank; ++d) s.push_back(spatial[d]);
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// im2col / col2im. The column matrix has one row per (channel, kernel offset) and one column per grid
+// point: col[c·K + k, p] = image[c, p·stride − pad + k·dilation], 0 in the padding. Windows are read from
+// "window planes": each channel in coordinates where the padded image starts at 0, either the image itself
+// (when no window reaches into padding) or a zero-padded copy. No bounds checks remain, and each row of
+// the column matrix is a strided block copy.
+
+template <class T>
+using ContiguousArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// Per dimension, how many padded positions the windows span.
+SpatialArray window_extent(const WindowGeometry& g) {
+  SpatialArray e{};
+  for (int d = 0; d < g.rank; ++d) e[d] = (g.grid[d] - 1) * g.stride[d] + dilated_extent(g, d);
+  return e;
+}
+
+bool windows_inside_image(const WindowGeometry& g) {
+  const SpatialArray extent = window_extent(g);
+  for (int d = 0; d < g.rank; ++d)
+    if (g.pad_begin[d] != 0 || extent[d] > g.image[d]) return false;
+  return true;
+}
+
+SpatialArray row_major_strides(const SpatialArray& dims, int rank) {
+  SpatialArray st{};
+  int64_t acc = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    st[d] = acc;
+    acc *= dims[d];
+  }
+  return st;
+}
+
+template <class T>
+struct WindowPlanes {
+  T* data;  // position 0 of channel 0
+  int64_t channel_stride;
+  SpatialArray dims, strides;
+};
+
+// Calls f(image_offset, plane_offset, length) for every last-dimension run of one channel shared by the
+// image and a padded window plane of dims `extent` (plane position q holds image position q − pad_begin).
+template <class F>
+void for_each_shared_run(const WindowGeometry& g, const SpatialArray& extent, F&& f) {
+  const int last = g.rank - 1;
+  SpatialArray lo{}, hi{};
+  for (int d = 0; d < g.rank; ++d) {
+    lo[d] = std::max<int64_t>(0, -g.pad_begin[d]);
+    hi[d] = std::min(g.image[d], extent[d] - g.pad_begin[d]);
+    if (lo[d] >= hi[d]) return;
+  }
+  const SpatialArray image_strides = row_major_strides(g.image, g.rank);
+  const SpatialArray plane_strides = row_major_strides(extent, g.rank);
+  SpatialArray i = lo;
+  while (true) {
+    int64_t image_offset = 0, plane_offset = 0;
+    for (int d = 0; d < g.rank; ++d) {
+      image_offset += i[d] * image_strides[d];
+      plane_offset += (i[d] + g.pad_begin[d]) * plane_strides[d];
+    }
+    f(image_offset, plane_offset, hi[last] - lo[last]);
+    int d = last - 1;
+    for (; d >= 0; --d) {
+      if (++i[d] < hi[d]) break;
+      i[d] = lo[d];
+    }
+    if (d < 0) return;
+  }
+}
+
+// The window planes over `image`: the image itself, or (when windows reach into the padding) a copy
+// in `scratch`, zero-padded, or zeroed for col2im to fill (`copy_image` false).
+template <class T>
+WindowPlanes<T> window_planes(T* image, int64_t channels, const WindowGeometry& g, bool copy_image, Tensor& scratch) {
+  if (windows_inside_image(g)) return {image, g.image_size(), g.image, row_major_strides(g.image, g.rank)};
+  const SpatialArray extent = window_extent(g);
+  int64_t plane_size = 1;
+  for (int d = 0; d < g.rank; ++d) plane_size *= extent[d];
+  scratch.resize_zero(dtype_of<std::remove_const_t<T>>(), Shape{channels, plane_size});
+  auto* padded = scratch.data<std::remove_const_t<T>>();
+  if (copy_image) {
+    for (int64_t c = 0; c < channels; ++c)
+      for_each_shared_run(g, extent, [&](int64_t image_offset, int64_t plane_offset, int64_t n) {
+        std::copy_n(image + c * g.image_size() + image_offset, n, padded + c * plane_size + plane_offset);
+      });
+  }
+  return {padded, plane_size, extent, row_major_strides(extent, g.rank)};
+}
+
+// A row-major matrix type, const when the element type is.
+template <class E>
+using MatrixOf =
+    std::conditional_t<std::is_const_v<E>, const RowMajorMatrix<std::remove_const_t<E>>, RowMajorMatrix<E>>;
+
+// Moves one row of the column matrix (one channel and kernel offset, all grid points) from (gather) or
+// into (scatter, accumulating) its window plane, starting at `plane` with per-dimension steps `step`.
+// The last two grid dimensions form one strided 2-D block; earlier ones are looped over.
+template <bool Scatter, class P, class R>
+void move_row(P* plane, const SpatialArray& step, const WindowGeometry& g, R* row) {
+  const int r = g.rank;
+  const int64_t rows = r >= 2 ? g.grid[r - 2] : 1, cols = g.grid[r - 1];
+  const int64_t row_step = r >= 2 ? step[r - 2] : cols * step[r - 1], col_step = step[r - 1];
+  const int64_t block = rows * cols, blocks = g.grid_size() / std::max<int64_t>(1, block);
+  auto move = [&](auto plane_block, int64_t b) {
+    Eigen::Map<MatrixOf<R>> row_block(row + b * block, rows, cols);
+    if constexpr (Scatter) {
+      plane_block += row_block;
+    } else {
+      row_block = plane_block;
+    }
+  };
+  SpatialArray p{};  // grid position in the dimensions before the block
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t offset = 0;
+    for (int d = 0; d < r - 2; ++d) offset += p[d] * step[d];
+    if (col_step == 1) {  // the common case, vectorised: contiguous rows in the plane
+      using RowStride = Eigen::OuterStride<>;
+      move(Eigen::Map<MatrixOf<P>, 0, RowStride>(plane + offset, rows, cols, RowStride(row_step)), b);
+    } else {
+      using Strided = Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>;
+      move(Eigen::Map<MatrixOf<P>, 0, Strided>(plane + offset, rows, cols, Strided(row_step, col_step)), b);
+    }
+    for (int d = r - 3; d >= 0; --d) {
+      if (++p[d] < g.grid[d]) break;
+      p[d] = 0;
+    }
+  }
+}
+
+// Calls f(plane_start, step, row) for every (channel, kernel offset) row of the column matrix.
+template <class T, class F>
+void for_each_column_row(const WindowPlanes<T>& planes, int64_t channels, const WindowGeometry& g, F&& f) {
+  SpatialArray step{};
+  for (int d = 0; d < g.rank; ++d) step[d] = g.stride[d] * planes.strides[d];
+  const int64_t kernel_size = g.kernel_size();
+  for (int64_t c = 0; c < channels; ++c) {
+    SpatialArray k{};
+    for (int64_t kf = 0; kf < kernel_size; ++kf) {
+      int64_t offset = c * planes.channel_stride;
+      for (int d = 0; d < g.rank; ++d) offset += k[d] * g.dilation[d] * planes.strides[d];
+      f(planes.data + offset, step, c * kernel_size + kf);
+      for (int d = g.rank - 1; d >= 0; --d) {
+        if (++k[d] < g.kernel[d]) break;
+        k[d] = 0;
+      }
+    }
+  }
+}
+
+template <class T>
+void im2col(const T* image, int64_t channels, const WindowGeometry& g, Tensor& scratch, T* col) {
+  const int64_t grid_size = g.grid_size();
+  if (grid_size == 0) return;
+  const auto planes = window_planes<const T>(image, channels, g, true, scratch);
+  for_each_column_row(planes, channels, g, [&](const T* plane, const SpatialArray& step, int64_t row) {
+    move_row<false>(plane, step, g, col + row * grid_size);
+  });
+}
+
+// The adjoint of im2col: image[c, p·stride − pad + k·dilation] += col[c·K + k, p]. Adds to `image`.
+template <class T>
+void col2im(const T* col, int64_t channels, const WindowGeometry& g, Tensor& scratch, T* image) {
+  const int64_t grid_size = g.grid_size();
+  if (grid_size == 0) return;
+  const auto planes = window_planes<T>(image, channels, g, false, scratch);
+  for_each_column_row(planes, channels, g, [&](T* plane, const SpatialArray& step, int64_t row) {
+    move_row<true>(plane, step, g, col + row * grid_size);
+  });
+  if (planes.data == image) return;
+  for (int64_t c = 0; c < channels; ++c)
+    for_each_shared_run(g, planes.dims, [&](int64_t image_offset, int64_t plane_offset, int64_t n) {
+      ContiguousArrayMap<T>(image + c * g.image_size() + image_offset, n) +=
+          ContiguousArrayMap<T>(planes.data + c * planes.channel_stride + plane_offset, n);
+    });
+}
+
+// Sets every row c of a [channels, spatial] block to bias[c], or to 0 without a bias: the start value the
+// GEMM then accumulates into, so the bias costs no extra pass over the output.
+template <class T>
+void fill_channels(const T* bias, int64_t channels, int64_t spatial, T* block) {
+  for (int64_t c = 0; c < channels; ++c)
+    ContiguousArrayMap<T>(block + c * spatial, spatial).setConstant(bias ? bias[c] : T(0));
+}
+
+// dbias[m] = Σ_n Σ_i dy[n, m, i]
+template <class T>
+void sum_channel_gradient(const T* dy, int64_t batch, int64_t channels, int64_t spatial, T* dbias) {
+  std::fill_n(dbias, channels, T(0));
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t m = 0; m < channels; ++m) {
+      Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> row(dy + (n * channels + m) * spatial, spatial);
+      dbias[m] += row.sum();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Conv and ConvTranspose: one GEMM per (batch item, group) between the weights, viewed per group as a
+// [grid channels, K] matrix (K = image channels per group × kernel size) in both ops' layouts, and a
+// [K, P] column matrix (P = grid size):
+//   Conv:          Y[n,g] = W[g] · im2col(X[n,g])      dX[n,g] = col2im(W[g]ᵀ · dY[n,g])
+//   ConvTranspose: Y[n,g] = col2im(W[g]ᵀ · X[n,g])     dX[n,g] = W[g] · im2col(dY[n,g])
+//   both:          dW[g] = Σ_n grid[n,g] · im2col(image[n,g])ᵀ
+
+struct ConvShape {
+  WindowGeometry geom;
+  int64_t batch = 0, groups = 1;
+  int64_t image_channels = 0;  // per group: Conv input channels, ConvTranspose output channels
+  int64_t grid_channels = 0;   // per group: Conv output channels, ConvTranspose input channels
+  int64_t col_rows() const { return image_channels * geom.kernel_size(); }
+};
+
+Status check_conv_operands(const Node& node, const Tensor& x, const Tensor& w, const Tensor* bias) {
+  if (!is_float(x.dtype()) || w.dtype() != x.dtype() || (bias && bias->dtype() != x.dtype()))
+    return node_error(node, "expects float32 or float64 X, W and B of one type");
+  if (x.rank() < 3 || w.rank() != x.rank())
+    return node_error(
+        node, fmt::format("X {} and W {} must have the same rank, at least 3", x.shape().str(), w.shape().str()));
+  std::span<const int64_t> ks = ints_attr(node, "kernel_shape");
+  if (!ks.empty() && !std::equal(ks.begin(), ks.end(), w.shape().begin() + 2, w.shape().end()))
+    return node_error(node, "kernel_shape does not match W");
+  return Status::ok();
+}
+
+Status read_groups(const Node& node, int64_t& groups) {
+  groups = node.attr_int("group", 1);
+  if (groups < 1) return node_error(node, "group must be positive");
+  return Status::ok();
+}
+
+std::span<const int64_t> kernel_of(const Tensor& w) { return {w.shape().begin() + 2, w.shape().end()}; }
+
+// Conv: X [N, C, image...], W [M, C/group, kernel...], B [M] → Y [N, M, grid...].
+Status conv_shape(const Node& node, const Tensor& x, const Tensor& w, const Tensor* bias, ConvShape& cs) {
+  GRIST_TRY(check_conv_operands(node, x, w, bias));
+  GRIST_TRY(read_groups(node, cs.groups));
+  const int64_t c = x.shape()[1], m = w.shape()[0];
+  if (w.shape()[1] * cs.groups != c || m % cs.groups != 0)
+    return node_error(node,
+                      fmt::format("X {} and W {} do not fit group {}", x.shape().str(), w.shape().str(), cs.groups));
+  if (bias && bias->numel() != m) return node_error(node, fmt::format("B must have {} elements", m));
+  cs.batch = x.shape()[0];
+  cs.image_channels = c / cs.groups;
+  cs.grid_channels = m / cs.groups;
+  AutoPad auto_pad;
+  GRIST_TRY(read_auto_pad(node, auto_pad));
+  GRIST_TRY(read_window_attrs(node, x.rank() - 2, kernel_of(w), cs.geom));
+  set_spatial(x.shape(), cs.geom.image);
+  return compute_grid(node, auto_pad, false, cs.geom);
+}
+
+// ConvTranspose: X [N, C, grid...], W [C, M/group, kernel...], B [M] → Y [N, M, image...]. The image is
+// stride·(in − 1) + output_padding + dilated kernel − pads, or output_shape with pads derived from it.
+Status conv_transpose_shape(const Node& node, const Tensor& x, const Tensor& w, const Tensor* bias, ConvShape& cs) {
+  GRIST_TRY(check_conv_operands(node, x, w, bias));
+  GRIST_TRY(read_groups(node, cs.groups));
+  const int64_t c = x.shape()[1];
+  if (w.shape()[0] != c || c % cs.groups != 0)
+    return node_error(node,
+                      fmt::format("X {} and W {} do not fit group {}", x.shape().str(), w.shape().str(), cs.groups));
+  if (bias && bias->numel() != w.shape()[1] * cs.groups)
+    return node_error(node, fmt::format("B must have {} elements", w.shape()[1] * cs.groups));
+  cs.batch = x.shape()[0];
+  cs.grid_channels = c / cs.groups;
+  cs.image_channels = w.shape()[1];
+  AutoPad auto_pad;
+  GRIST_TRY(read_auto_pad(node, auto_pad));
+  const int rank = x.rank() - 2;
+  WindowGeometry& g = cs.geom;
+  GRIST_TRY(read_window_attrs(node, rank, kernel_of(w), g));
+  set_spatial(x.shape(), g.grid);
+  SpatialArray output_padding{};
+  GRIST_TRY(read_spatial_attr(node, "output_padding", rank, 0, 0, output_padding));
+  std::span<const int64_t> output_shape = ints_attr(node, "output_shape");
+  if (static_cast<int>(output_shape.size()) == rank + 2) output_shape = output_shape.subspan(2);
+  if (!output_shape.empty() && static_cast<int>(output_shape.size()) != rank)
+    return node_error(node, "output_shape does not match the spatial rank");
+  for (int d = 0; d < rank; ++d) {
+    const int64_t full = g.stride[d] * (g.grid[d] - 1) + output_padding[d] + dilated_extent(g, d);
+    if (auto_pad == AutoPad::Valid) g.pad_begin[d] = g.pad_end[d] = 0;
+    const bool same = auto_pad == AutoPad::SameUpper || auto_pad == AutoPad::SameLower;
+    if (!output_shape.empty() || same) {
+      g.image[d] = output_shape.empty() ? g.grid[d] * g.stride[d] : output_shape[static_cast<size_t>(d)];
+      // Floor division, as in the ONNX reference: when the output is larger than the full one (negative
+      // total), an odd extra position goes at the end, like output_padding.
+      const int64_t total = full - g.image[d], half = floor_div(total, 2);
+      g.pad_begin[d] = auto_pad == AutoPad::SameUpper ? half : total - half;
+      g.pad_end[d] = total - g.pad_begin[d];
+    } else {
+      g.image[d] = full - g.pad_begin[d] - g.pad_end[d];
+    }
+    if (g.image[d] < 0) return node_error(node, "the pads leave a negative output size");
+  }
+  return Status::ok();
+}
+
+// A scratch matrix from the node state (its capacity is kept across calls).
+template <class T>
+T* scratch(NodeState& state, size_t slot, int64_t rows, int64_t cols) {
+  Tensor& t = state.slot(slot);
+  t.resize(dtype_of<T>(), Shape{rows, cols});
+  return t.data<T>();
+}
+
+// Where one (batch item, group) block starts in the image tensor, the grid tensor and the weights.
+struct ConvBlock {
+  int64_t group, image_offset, grid_offset, weight_offset;
+};
+
+template <class F>
+void for_each_block(const ConvShape& cs, F&& f) {
+  const int64_t image_block = cs.image_channels * cs.geom.image_size();
+  const int64_t grid_block = cs.grid_channels * cs.geom.grid_size();
+  const int64_t weight_block = cs.grid_channels * cs.col_rows();
+  for (int64_t n = 0; n < cs.batch; ++n)
+    for (int64_t g = 0; g < cs.groups; ++g)
+      f(ConvBlock{g, (n * cs.groups + g) * image_block, (n * cs.groups + g) * grid_block, g * weight_block});
+}
+
+// image → grid: out (grid_channels × P) = bias + W (grid_channels × K) · im2col(image). The Conv forward
+// and (without bias) the ConvTranspose data gradient. `bias` has one value per grid channel.
+template <class T>
+void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bias, NodeState& state, T* out) {
+  const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
+  const bool pointwise = cs.geom.is_pointwise();
+  T* col = pointwise ? nullptr : scratch<T>(state, 0, k, p);
+  for_each_block(cs, [&](const ConvBlock& b) {
+    const T* cols = image + b.image_offset;
+    if (!pointwise) {
+      im2col(cols, cs.image_channels, cs.geom, state.slot(2), col);
+      cols = col;
+    }
+    T* y = out + b.grid_offset;
+    fill_channels(bias ? bias + b.group * cs.grid_channels : nullptr, cs.grid_channels, p, y);
+    MatrixMap<T>(y, cs.grid_channels, p).noalias() +=
+        ConstMatrixMap<T>(w + b.weight_offset, cs.grid_channels, k) * ConstMatrixMap<T>(cols, k, p);
+  });
+}
+
+// grid → image: image = bias + col2im(Wᵀ (K × grid_channels) · grid). The ConvTranspose forward and
+// (without bias) the Conv data gradient. `bias` has one value per image channel.
+template <class T>
+void grid_to_image(const ConvShape& cs, const T* grid, const T* w, const T* bias, NodeState& state, T* image) {
+  const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
+  const bool pointwise = cs.geom.is_pointwise();
+  T* col = pointwise ? nullptr : scratch<T>(state, 1, k, p);
+  for_each_block(cs, [&](const ConvBlock& b) {
+    T* y = image + b.image_offset;
+    fill_channels(bias ? bias + b.group * cs.image_channels : nullptr, cs.image_channels, cs.geom.image_size(), y);
+    auto product = ConstMatrixMap<T>(w + b.weight_offset, cs.grid_channels, k).transpose() *
+                   ConstMatrixMap<T>(grid + b.grid_offset, cs.grid_channels, p);
+    if (pointwise) {
+      MatrixMap<T>(y, k, p).noalias() += product;
+    } else {
+      MatrixMap<T>(col, k, p).noalias() = product;
+      col2im(col, cs.image_channels, cs.geom, state.slot(2), y);
+    }
+  });
+}
+
+// dW (grid_channels × K) = Σ_n grid[n] · im2col(image[n])ᵀ: the weight gradient of both ops.
+template <class T>
+void weight_gradient(const ConvShape& cs, const T* image, const T* grid, NodeState& state, T* dw, int64_t w_numel) {
+  const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
+  const bool pointwise = cs.geom.is_pointwise();
+  T* col = pointwise ? nullptr : scratch<T>(state, 0, k, p);
+  std::fill_n(dw, w_numel, T(0));
+  for_each_block(cs, [&](const ConvBlock& b) {
+    const T* cols = image + b.image_offset;
+    if (!pointwise) {
+      im2col(cols, cs.image_channels, cs.geom, state.slot(2), col);
+      cols = col;
+    }
+    MatrixMap<T>(dw + b.weight_offset, cs.grid_channels, k).noalias() +=
+        ConstMatrixMap<T>(grid + b.grid_offset, cs.grid_channels, p) * ConstMatrixMap<T>(cols, k, p).transpose();
+  });
+}
+
+using ShapeFn = Status (*)(const Node&, const Tensor&, const Tensor&, const Tensor*, ConvShape&);
+
+template <bool Transposed>
+Status conv_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& x = *ctx.input(0);
+  const Tensor& w = *ctx.input(1);
+  const Tensor* bias = ctx.input(2);
+  ConvShape cs;
+  constexpr ShapeFn shape_fn = Transposed ? conv_transpose_shape : conv_shape;
+  GRIST_TRY(shape_fn(ctx.node, x, w, bias, cs));
+  const int64_t out_channels = cs.groups * (Transposed ? cs.image_channels : cs.grid_channels);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), batch_channel_shape(cs.batch, out_channels, cs.geom, Transposed ? cs.geom.image : cs.geom.grid));
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* b = bias ? bias->data<T>() : nullptr;
+    if constexpr (Transposed) {
+      grid_to_image<T>(cs, x.data<T>(), w.data<T>(), b, ctx.state, y.data<T>());
+    } else {
+      image_to_grid<T>(cs, x.data<T>(), w.data<T>(), b, ctx.state, y.data<T>());
+    }
+  });
+  return Status::ok();
+}
+
+template <bool Transposed>
+Status conv_backward(BackwardContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  const Tensor& w = *ctx.input(1);
+  const Tensor* bias = ctx.input(2);
+  Tensor* dx = ctx.grad_input(0);
+  Tensor* dw = ctx.grad_input(1);
+  Tensor* db = bias ? ctx.grad_input(2) : nullptr;
+  if (dx) dx->resize(x.dtype(), x.shape());
+  if (dw) dw->resize(w.dtype(), w.shape());
+  if (db) db->resize(bias->dtype(), bias->shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    for (Tensor* g : {dx, dw, db})
+      if (g) g->fill_zero();
+    return Status::ok();
+  }
+  ConvShape cs;
+  constexpr ShapeFn shape_fn = Transposed ? conv_transpose_shape : conv_shape;
+  GRIST_TRY(shape_fn(ctx.node, x, w, bias, cs));
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    // Conv: image = X, grid = dY. ConvTranspose: image = dY, grid = X.
+    const T* pdy = dy->data<T>();
+    const T* px = x.data<T>();
+    const T* image = Transposed ? pdy : px;
+    const T* grid = Transposed ? px : pdy;
+    if (dx) {
+      if constexpr (Transposed) {
+        image_to_grid<T>(cs, pdy, w.data<T>(), nullptr, ctx.state, dx->data<T>());
+      } else {
+        grid_to_image<T>(cs, pdy, w.data<T>(), nullptr, ctx.state, dx->data<T>());
+      }
+    }
+    if (dw) weight_gradient<T>(cs, image, grid, ctx.state, dw->data<T>(), dw->numel());
+    if (db) {
+      const int64_t spatial = Transposed ? cs.geom.image_size() : cs.geom.grid_size();
+      sum_channel_gradient<T>(pdy, cs.batch, db->numel(), spatial, db->data<T>());
+    }
+  });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pooling. MaxPool and AveragePool visit windows a kernel offset at a time, along lines of the grid's
+// last dimension ("segments"): window bounds are worked out once per segment instead of once per output,
+// and consecutive outputs are independent work the processor can overlap. The global pools reduce whole
+// planes. MaxPool keeps the argmax (flat index into X) in the node state for the backward.
+
+enum class PoolKind { Max, Average, GlobalMax, GlobalAverage };
+
+constexpr bool is_max(PoolKind k) { return k == PoolKind::Max || k == PoolKind::GlobalMax; }
+constexpr bool is_global(PoolKind k) { return k == PoolKind::GlobalMax || k == PoolKind::GlobalAverage; }
+
+Status pool_geometry(const Node& node, PoolKind kind, const Tensor& x, WindowGeometry& g) {
+  if (x.rank() < 3) return node_error(node, fmt::format("needs an input of rank 3 or more, got {}", x.shape().str()));
+  const int rank = x.rank() - 2;
+  if (is_global(kind)) {
+    g.rank = rank;
+    set_spatial(x.shape(), g.image);
+    for (int d = 0; d < rank; ++d) {
+      g.kernel[d] = g.image[d];
+      g.stride[d] = g.dilation[d] = g.grid[d] = 1;
+    }
+    return Status::ok();
+  }
+  std::span<const int64_t> kernel = ints_attr(node, "kernel_shape");
+  if (kernel.empty()) return node_error(node, "the kernel_shape attribute is required");
+  GRIST_TRY(read_window_attrs(node, rank, kernel, g));
+  set_spatial(x.shape(), g.image);
+  AutoPad auto_pad;
+  GRIST_TRY(read_auto_pad(node, auto_pad));
+  return compute_grid(node, auto_pad, node.attr_int("ceil_mode", 0) != 0, g);
+}
+
+// One kernel offset over one line of the grid's last dimension: grid points [lo, hi) of the line read
+// image elements first + j·stride of one image line; the others read padding.
+struct Segment {
+  int64_t channel;
+  int64_t grid;   // offset of the line's first grid point within its channel's grid
+  int64_t image;  // offset of the image line read, channel included (only when `inside`)
+  bool inside;    // the image line exists (is not padding) in every dimension but the last
+  int64_t first;  // position in the image line read by the line's first grid point
+  int64_t lo, hi;
+};
+
+template <class F>
+void for_each_segment(const WindowGeometry& g, int64_t channels, F&& f) {
+  const int last = g.rank - 1;
+  const int64_t grid_size = g.grid_size(), kernel_size = g.kernel_size(), image_size = g.image_size();
+  const int64_t line = g.grid[last];
+  if (grid_size == 0) return;
+  const int64_t outer_points = grid_size / line;
+  for (int64_t c = 0; c < channels; ++c) {
+    SpatialArray k{};
+    for (int64_t kf = 0; kf < kernel_size; ++kf) {
+      Segment seg{};
+      seg.channel = c;
+      seg.first = k[last] * g.dilation[last] - g.pad_begin[last];
+      valid_range(seg.first, g.stride[last], g.image[last], line, seg.lo, seg.hi);
+      SpatialArray p{};
+      for (int64_t outer = 0; outer < outer_points; ++outer) {
+        seg.inside = true;
+        int64_t offset = 0;
+        for (int d = 0; d < last; ++d) {
+          const int64_t i = p[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
+          seg.inside &= i >= 0 && i < g.image[d];
+          offset = offset * g.image[d] + i;
+        }
+        seg.grid = outer * line;
+        seg.image = c * image_size + offset * g.image[last];
+        f(seg);
+        for (int d = last - 1; d >= 0; --d) {
+          if (++p[d] < g.grid[d]) break;
+          p[d] = 0;
+        }
+      }
+      for (int d = last; d >= 0; --d) {
+        if (++k[d] < g.kernel[d]) break;
+        k[d] = 0;
+      }
+    }
+  }
+}
+
+template <class T>
+bool is_nan_value(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(v);
+  } else {
+    (void)v;
+    return false;
+  }
+}
+
+// a where `take`, else b, by masking bits: the comparisons deciding max pooling are a coin toss on real
+// data, and a branch on them (which compilers emit for a plain ?:) keeps being mispredicted.
+template <class T>
+T select(bool take, T a, T b) {
+  using Bits = std::conditional_t<
+      sizeof(T) == 1, uint8_t,
+      std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+  const auto mask = static_cast<Bits>(-static_cast<Bits>(take));
+  return std::bit_cast<T>(static_cast<Bits>((std::bit_cast<Bits>(a) & mask) | (std::bit_cast<Bits>(b) & ~mask)));
+}
+
+// Max-pooling update, as PyTorch's: a larger value or any NaN takes over (so a NaN in the window wins).
+template <class T>
+void take_if_larger(T v, int64_t index, T& best, int64_t& best_index) {
+  const bool take = (best_index < 0) | (v > best) | is_nan_value(v);
+  best = select(take, v, best);
+  best_index = select(take, index, best_index);
+}
+
+// Max over each window; argmax gets the flat index into x, -1 for a window entirely in the padding
+// (whose output is -inf, or the lowest value of an integer type).
+template <class T>
+void max_pool_forward_typed(const WindowGeometry& g, bool global, int64_t planes, const T* x, T* y, int64_t* argmax) {
+  const int64_t grid_size = g.grid_size(), image_size = g.image_size();
+  const T empty =
+      std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+  std::fill_n(y, planes * grid_size, empty);
+  std::fill_n(argmax, planes * grid_size, int64_t{-1});
+  if (global) {
+    for (int64_t plane = 0; plane < planes; ++plane)
+      for (int64_t i = plane * image_size; i < (plane + 1) * image_size; ++i)
+        take_if_larger(x[i], i, y[plane], argmax[plane]);
+    return;
+  }
+  const int64_t s = g.stride[g.rank - 1];
+  for_each_segment(g, planes, [&](const Segment& seg) {
+    if (!seg.inside) return;
+    const int64_t out = seg.channel * grid_size + seg.grid, base = seg.image + seg.first;
+    for (int64_t j = seg.lo; j < seg.hi; ++j)
+      take_if_larger(x[base + j * s], base + j * s, y[out + j], argmax[out + j]);
+  });
+}
+
+// ONNX Indices: row-major flat indices (storage_order 0), or with the spatial part column-major (1).
+void write_indices(const Tensor& argmax, const WindowGeometry& g, bool column_major, Tensor& indices) {
+  indices.copy_from(argmax);
+  if (!column_major) return;
+  const int64_t image_size = g.image_size();
+  for (int64_t& v : indices.span<int64_t>()) {
+    if (v < 0) continue;
+    const int64_t plane = v / image_size;
+    int64_t rest = v % image_size, col_major = 0, stride = 1;
+    SpatialArray idx{};
+    for (int d = g.rank - 1; d >= 0; --d) {
+      idx[d] = rest % g.image[d];
+      rest /= g.image[d];
+    }
+    for (int d = 0; d < g.rank; ++d) {
+      col_major += idx[d] * stride;
+      stride *= g.image[d];
+    }
+    v = plane * image_size + col_major;
+  }
+}
+
+// The divisor of every window of one plane: the elements it covers in the image, or with
+// count_include_pad the positions it covers in the padded image.
+template <class T>
+void window_counts(const WindowGeometry& g, bool count_include_pad, T* counts) {
+  WindowGeometry counted = g;
+  if (count_include_pad) {
+    for (int d = 0; d < g.rank; ++d) {
+      counted.image[d] += g.pad_begin[d] + g.pad_end[d];
+      counted.pad_begin[d] = 0;
+    }
+  }
+  std::fill_n(counts, g.grid_size(), T(0));
+  for_each_segment(counted, 1, [&](const Segment& seg) {
+    if (!seg.inside) return;
+    for (int64_t j = seg.lo; j < seg.hi; ++j) counts[seg.grid + j] += T(1);
+  });
+}
+
+template <class T>
+void average_pool_forward_typed(const WindowGeometry& g, bool global, bool count_include_pad, int64_t planes,
+                                const T* x, T* y, NodeState& state) {
+  const int64_t grid_size = g.grid_size(), image_size = g.image_size();
+  if (global) {
+    for (int64_t plane = 0; plane < planes; ++plane) {
+      T sum = 0;
+      for (int64_t i = plane * image_size; i < (plane + 1) * image_size; ++i) sum += x[i];
+      y[plane] = sum / static_cast<T>(image_size);
+    }
+    return;
+  }
+  std::fill_n(y, planes * grid_size, T(0));
+  const int64_t s = g.stride[g.rank - 1];
+  for_each_segment(g, planes, [&](const Segment& seg) {
+    if (!seg.inside) return;
+    T* sums = y + seg.channel * grid_size + seg.grid;
+    const T* src = x + seg.image + seg.first;
+    for (int64_t j = seg.lo; j < seg.hi; ++j) sums[j] += src[j * s];
+  });
+  T* counts = scratch<T>(state, 1, 1, grid_size);
+  window_counts(g, count_include_pad, counts);
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t o = 0; o < grid_size; ++o) y[plane * grid_size + o] /= counts[o];
+}
+
+template <PoolKind Kind>
+Status pool_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  WindowGeometry g;
+  GRIST_TRY(pool_geometry(ctx.node, Kind, x, g));
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), batch_channel_shape(x.shape()[0], x.shape()[1], g, g.grid));
+  const int64_t planes = x.shape()[0] * x.shape()[1];
+  bool supported;
+  if constexpr (is_max(Kind)) {
+    Tensor& argmax = ctx.state.slot(0);
+    argmax.resize(DType::Int64, y.shape());
+    supported = dispatch_numeric(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      max_pool_forward_typed<T>(g, is_global(Kind), planes, x.data<T>(), y.data<T>(), argmax.data<int64_t>());
+    });
+    if (Tensor* indices = ctx.output(1); supported && indices)
+      write_indices(argmax, g, ctx.node.attr_int("storage_order", 0) != 0, *indices);
+  } else {
+    const bool count_include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
+    supported = dispatch_float(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      average_pool_forward_typed<T>(g, is_global(Kind), count_include_pad, planes, x.data<T>(), y.data<T>(), ctx.state);
+    });
+  }
+  if (!supported) return node_error(ctx.node, fmt::format("unsupported dtype {}", dtype_name(x.dtype())));
+  return Status::ok();
+}
+
+// MaxPool: each output's gradient goes to the element it selected.
+template <class T>
+void max_pool_backward_typed(const int64_t* argmax, const Tensor& dy, Tensor& dx) {
+  const T* g_out = dy.data<T>();
+  T* g_in = dx.data<T>();
+  for (int64_t o = 0; o < dy.numel(); ++o)
+    if (argmax[o] >= 0) g_in[argmax[o]] += g_out[o];
+}
+
+// AveragePool: each output's gradient is shared equally by the elements its average counted.
+template <class T>
+void average_pool_backward_typed(const WindowGeometry& g, bool global, bool count_include_pad, int64_t planes,
+                                 const T* dy, T* dx, NodeState& state) {
+  const int64_t grid_size = g.grid_size(), image_size = g.image_size();
+  if (global) {
+    for (int64_t plane = 0; plane < planes; ++plane)
+      std::fill_n(dx + plane * image_size, image_size, dy[plane] / static_cast<T>(image_size));
+    return;
+  }
+  T* counts = scratch<T>(state, 1, 1, grid_size);
+  window_counts(g, count_include_pad, counts);
+  const int64_t s = g.stride[g.rank - 1];
+  for_each_segment(g, planes, [&](const Segment& seg) {
+    if (!seg.inside) return;
+    const T* g_out = dy + seg.channel * grid_size + seg.grid;
+    T* dst = dx + seg.image + seg.first;
+    for (int64_t j = seg.lo; j < seg.hi; ++j) dst[j * s] += g_out[j] / counts[seg.grid + j];
+  });
+}
+
+template <PoolKind Kind>
+Status pool_backward(BackwardContext& ctx) {
+  const Tensor& x = *ctx.input(0);
+  Tensor* dx = ctx.grad_input(0);
+  if (!dx) return Status::ok();
+  dx->resize_zero(x.dtype(), x.shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) return Status::ok();
+  if constexpr (is_max(Kind)) {
+    const Tensor& argmax = ctx.state.slot(0);
+    if (argmax.dtype() != DType::Int64 || argmax.numel() != dy->numel())
+      return node_error(ctx.node, "backward without a matching forward");
+    dispatch_float(x.dtype(),
+                   [&](auto tag) { max_pool_backward_typed<decltype(tag)>(argmax.data<int64_t>(), *dy, *dx); });
+  } else {
+    WindowGeometry g;
+    GRIST_TRY(pool_geometry(ctx.node, Kind, x, g));
+    const bool count_include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
+    dispatch_float(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      average_pool_backward_typed<T>(g, is_global(Kind), count_include_pad, x.shape()[0] * x.shape()[1], dy->data<T>(),
+                                     dx->data<T>(), ctx.state);
+    });
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_conv_pool_ops(OpRegistry& r) {
+  r.add(OpDef{"Conv", "", conv_forward<false>, conv_backward<false>, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0})});
+  r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0})});
+  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>,
+              inputs_mask({0})});
+  r.add(OpDef{"GlobalAveragePool", "", pool_forward<PoolKind::GlobalAverage>, pool_backward<PoolKind::GlobalAverage>,
+              inputs_mask({0})});
+}
 
 }  // namespace grist

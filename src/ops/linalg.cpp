@@ -1,8 +1,296 @@
+// Matrix products: MatMul (numpy matmul: 1-D promotion, broadcast batch dimensions) and Gemm
+// (alpha·op(A)·op(B) + beta·C), forward and backward, all on Eigen products over row-major maps.
+
+// GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized inside Eigen's products (GCC bug 105593,
+// fixed in GCC 13): silenced for Eigen's headers only.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <Eigen/Core>
+#pragma GCC diagnostic pop
+
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
 namespace grist {
+namespace {
 
-void register_linalg_ops(OpRegistry& r) { (void)r; }
+template <class T>
+using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// A row-major matrix in memory, used as stored or transposed.
+template <class T>
+struct MatRef {
+  const T* data;
+  int64_t rows, cols;  // as stored
+  bool transposed = false;
+
+  MatRef t() const { return {data, rows, cols, !transposed}; }
+  int64_t op_rows() const { return transposed ? cols : rows; }
+  int64_t op_cols() const { return transposed ? rows : cols; }
+};
+
+// out = alpha·a·b, or out += alpha·a·b when accumulating; out is row-major [a.op_rows, b.op_cols].
+template <class T>
+void gemm(MatRef<T> a, MatRef<T> b, T alpha, bool accumulate, T* out) {
+  Eigen::Map<RowMajorMatrix<T>> y(out, a.op_rows(), b.op_cols());
+  Eigen::Map<const RowMajorMatrix<T>> ma(a.data, a.rows, a.cols);
+  Eigen::Map<const RowMajorMatrix<T>> mb(b.data, b.rows, b.cols);
+  auto run = [&](const auto& lhs, const auto& rhs) {
+    if (accumulate) {
+      y.noalias() += alpha * (lhs * rhs);
+    } else {
+      y.noalias() = alpha * (lhs * rhs);
+    }
+  };
+  if (!a.transposed && !b.transposed) {
+    run(ma, mb);
+  } else if (a.transposed && !b.transposed) {
+    run(ma.transpose(), mb);
+  } else if (!a.transposed) {
+    run(ma, mb.transpose());
+  } else {
+    run(ma.transpose(), mb.transpose());
+  }
+}
+
+Status require_same_float_type(const Node& node, const Tensor& a, const Tensor& b) {
+  if (!is_float(a.dtype()) || a.dtype() != b.dtype())
+    return node_error(node, fmt::format("expects two float32 or float64 operands of one type, got {} and {}",
+                                        dtype_name(a.dtype()), dtype_name(b.dtype())));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// MatMul
+
+// The product viewed as a batch of [m,k]·[k,n] products; 1-D operands are promoted (a to [1,k], b to
+// [k,1]) and the promoted dimension is dropped from the output.
+struct MatMulDims {
+  int64_t m = 1, k = 1, n = 1;
+  Shape a_batch, b_batch, batch;  // operands' leading dimensions and their broadcast
+  Shape out;
+
+  // Every batch item of a is used once and b is shared: the batch folds into one [batch·m, k] GEMM.
+  bool folds() const { return b_batch.numel() == 1 && a_batch.numel() == batch.numel(); }
+};
+
+Status matmul_dims(const Node& node, const Shape& a, const Shape& b, MatMulDims& d) {
+  if (a.rank() == 0 || b.rank() == 0) return node_error(node, "operands must have rank at least 1");
+  d.m = a.rank() >= 2 ? a[a.rank() - 2] : 1;
+  d.k = a.back();
+  int64_t kb = b.rank() >= 2 ? b[b.rank() - 2] : b[0];
+  d.n = b.rank() >= 2 ? b.back() : 1;
+  if (d.k != kb) return node_error(node, fmt::format("inner dimensions differ: {} · {}", a.str(), b.str()));
+  d.a_batch.assign(a.begin(), a.end() - std::min(a.rank(), 2));
+  d.b_batch.assign(b.begin(), b.end() - std::min(b.rank(), 2));
+  if (!broadcast_shapes(d.a_batch, d.b_batch, d.batch))
+    return node_error(node, fmt::format("batch dimensions do not broadcast: {} · {}", a.str(), b.str()));
+  d.out = d.batch;
+  if (d.out.rank() + (a.rank() >= 2) + (b.rank() >= 2) > Shape::kMaxRank)
+    return node_error(node, "output rank exceeds the supported maximum");
+  if (a.rank() >= 2) d.out.push_back(d.m);
+  if (b.rank() >= 2) d.out.push_back(d.n);
+  return Status::ok();
+}
+
+// Calls f(out_item, a_item, b_item) for every item of the broadcast batch.
+template <class F>
+void for_each_batch_item(const MatMulDims& d, F&& f) {
+  std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(d.a_batch, d.batch),
+                                                              broadcast_strides(d.b_batch, d.batch)};
+  broadcast_loop<2>(d.batch, strides, [&](int64_t o, const std::array<int64_t, 2>& ab) { f(o, ab[0], ab[1]); });
+}
+
+template <class T>
+void matmul_forward_typed(const Tensor& a, const Tensor& b, const MatMulDims& d, Tensor& y) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* py = y.data<T>();
+  const int64_t m = d.m, k = d.k, n = d.n;
+  if (d.folds()) {
+    gemm<T>({pa, d.batch.numel() * m, k}, {pb, k, n}, T(1), false, py);
+    return;
+  }
+  for_each_batch_item(d, [&](int64_t o, int64_t ia, int64_t ib) {
+    gemm<T>({pa + ia * m * k, m, k}, {pb + ib * k * n, k, n}, T(1), false, py + o * m * n);
+  });
+}
+
+Status matmul_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  GRIST_TRY(require_same_float_type(ctx.node, a, b));
+  MatMulDims d;
+  GRIST_TRY(matmul_dims(ctx.node, a.shape(), b.shape(), d));
+  Tensor& y = *ctx.output(0);
+  y.resize(a.dtype(), d.out);
+  dispatch_float(a.dtype(), [&](auto tag) { matmul_forward_typed<decltype(tag)>(a, b, d, y); });
+  return Status::ok();
+}
+
+// dA = dY·Bᵀ and dB = Aᵀ·dY per batch item, summed over the items an operand was broadcast to.
+template <class T>
+void matmul_backward_typed(const Tensor& a, const Tensor& b, const Tensor& dy, const MatMulDims& d, Tensor* da,
+                           Tensor* db) {
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  const T* pdy = dy.data<T>();
+  const int64_t m = d.m, k = d.k, n = d.n;
+  if (d.folds()) {
+    const int64_t rows = d.batch.numel() * m;
+    if (da) gemm<T>({pdy, rows, n}, MatRef<T>{pb, k, n}.t(), T(1), false, da->data<T>());
+    if (db) gemm<T>(MatRef<T>{pa, rows, k}.t(), {pdy, rows, n}, T(1), false, db->data<T>());
+    return;
+  }
+  if (da) da->fill_zero();
+  if (db) db->fill_zero();
+  for_each_batch_item(d, [&](int64_t o, int64_t ia, int64_t ib) {
+    const T* dy_item = pdy + o * m * n;
+    if (da) gemm<T>({dy_item, m, n}, MatRef<T>{pb + ib * k * n, k, n}.t(), T(1), true, da->data<T>() + ia * m * k);
+    if (db) gemm<T>(MatRef<T>{pa + ia * m * k, m, k}.t(), {dy_item, m, n}, T(1), true, db->data<T>() + ib * k * n);
+  });
+}
+
+Status matmul_backward(BackwardContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  Tensor* da = ctx.grad_input(0);
+  Tensor* db = ctx.grad_input(1);
+  if (da) da->resize(a.dtype(), a.shape());
+  if (db) db->resize(b.dtype(), b.shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    if (da) da->fill_zero();
+    if (db) db->fill_zero();
+    return Status::ok();
+  }
+  MatMulDims d;
+  GRIST_TRY(matmul_dims(ctx.node, a.shape(), b.shape(), d));
+  dispatch_float(a.dtype(), [&](auto tag) { matmul_backward_typed<decltype(tag)>(a, b, *dy, d, da, db); });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Gemm
+
+struct GemmParams {
+  bool trans_a = false, trans_b = false;
+  double alpha = 1, beta = 1;
+  int64_t m = 0, k = 0, n = 0;
+};
+
+Status gemm_params(const Node& node, const Tensor& a, const Tensor& b, const Tensor* c, GemmParams& p) {
+  GRIST_TRY(require_same_float_type(node, a, b));
+  if (a.rank() != 2 || b.rank() != 2)
+    return node_error(node, fmt::format("A and B must be matrices, got {} and {}", a.shape().str(), b.shape().str()));
+  p.trans_a = node.attr_int("transA", 0) != 0;
+  p.trans_b = node.attr_int("transB", 0) != 0;
+  p.alpha = node.attr_float("alpha", 1.0);
+  p.beta = node.attr_float("beta", 1.0);
+  p.m = p.trans_a ? a.shape()[1] : a.shape()[0];
+  p.k = p.trans_a ? a.shape()[0] : a.shape()[1];
+  const int64_t kb = p.trans_b ? b.shape()[1] : b.shape()[0];
+  p.n = p.trans_b ? b.shape()[0] : b.shape()[1];
+  if (p.k != kb)
+    return node_error(node,
+                      fmt::format("inner dimensions differ: op(A) is [{}, {}], op(B) is [{}, {}]", p.m, p.k, kb, p.n));
+  if (c) {
+    Shape mn{p.m, p.n}, r;
+    if (c->dtype() != a.dtype()) return node_error(node, "C must have the dtype of A and B");
+    if (!broadcast_shapes(c->shape(), mn, r) || r != mn)
+      return node_error(node, fmt::format("C {} does not broadcast to [{}, {}]", c->shape().str(), p.m, p.n));
+  }
+  return Status::ok();
+}
+
+template <class T>
+void gemm_forward_typed(const Tensor& a, const Tensor& b, const Tensor* c, const GemmParams& p, Tensor& y) {
+  MatRef<T> ma{a.data<T>(), a.shape()[0], a.shape()[1], p.trans_a};
+  MatRef<T> mb{b.data<T>(), b.shape()[0], b.shape()[1], p.trans_b};
+  T* py = y.data<T>();
+  gemm<T>(ma, mb, static_cast<T>(p.alpha), false, py);
+  if (!c) return;
+  const T beta = static_cast<T>(p.beta);
+  const T* pc = c->data<T>();
+  std::array<std::array<int64_t, Shape::kMaxRank>, 1> st{broadcast_strides(c->shape(), y.shape())};
+  broadcast_loop<1>(y.shape(), st, [&](int64_t i, const std::array<int64_t, 1>& j) { py[i] += beta * pc[j[0]]; });
+}
+
+Status gemm_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  GRIST_TRY(require_input(ctx, 1));
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  const Tensor* c = ctx.input(2);
+  GemmParams p;
+  GRIST_TRY(gemm_params(ctx.node, a, b, c, p));
+  Tensor& y = *ctx.output(0);
+  y.resize(a.dtype(), Shape{p.m, p.n});
+  dispatch_float(a.dtype(), [&](auto tag) { gemm_forward_typed<decltype(tag)>(a, b, c, p, y); });
+  return Status::ok();
+}
+
+// With A' = op(A), B' = op(B): dA' = α·dY·B'ᵀ, dB' = α·A'ᵀ·dY, transposed back where A or B was;
+// dC = β·dY summed down to C's shape.
+template <class T>
+void gemm_backward_typed(const Tensor& a, const Tensor& b, const Tensor& dy, const GemmParams& p, Tensor* da,
+                         Tensor* db) {
+  const T alpha = static_cast<T>(p.alpha);
+  MatRef<T> ma{a.data<T>(), a.shape()[0], a.shape()[1], p.trans_a};
+  MatRef<T> mb{b.data<T>(), b.shape()[0], b.shape()[1], p.trans_b};
+  MatRef<T> mdy{dy.data<T>(), p.m, p.n};
+  if (da) {
+    if (p.trans_a) {
+      gemm<T>(mb, mdy.t(), alpha, false, da->data<T>());
+    } else {
+      gemm<T>(mdy, mb.t(), alpha, false, da->data<T>());
+    }
+  }
+  if (db) {
+    if (p.trans_b) {
+      gemm<T>(mdy.t(), ma, alpha, false, db->data<T>());
+    } else {
+      gemm<T>(ma.t(), mdy, alpha, false, db->data<T>());
+    }
+  }
+}
+
+Status gemm_backward(BackwardContext& ctx) {
+  const Tensor& a = *ctx.input(0);
+  const Tensor& b = *ctx.input(1);
+  const Tensor* c = ctx.input(2);
+  Tensor* grads[3] = {ctx.grad_input(0), ctx.grad_input(1), c ? ctx.grad_input(2) : nullptr};
+  const Tensor* operands[3] = {&a, &b, c};
+  for (int i = 0; i < 3; ++i)
+    if (grads[i]) grads[i]->resize(operands[i]->dtype(), operands[i]->shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    for (Tensor* g : grads)
+      if (g) g->fill_zero();
+    return Status::ok();
+  }
+  GemmParams p;
+  GRIST_TRY(gemm_params(ctx.node, a, b, c, p));
+  dispatch_float(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    gemm_backward_typed<T>(a, b, *dy, p, grads[0], grads[1]);
+    if (grads[2]) {
+      sum_to_shape(*dy, c->shape(), *grads[2]);
+      const T beta = static_cast<T>(p.beta);
+      for (T& v : grads[2]->span<T>()) v *= beta;
+    }
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_linalg_ops(OpRegistry& r) {
+  r.add(OpDef{"MatMul", "", matmul_forward, matmul_backward, inputs_mask({0, 1})});
+  r.add(OpDef{"Gemm", "", gemm_forward, gemm_backward, inputs_mask({0, 1, 2})});
+}
 
 }  // namespace grist

@@ -1,8 +1,490 @@
+// Normalization and regularisation layers: BatchNormalization (inference and training mode),
+// LayerNormalization and Dropout, forward and backward.
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <string_view>
+
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
 namespace grist {
+namespace {
 
-void register_normalization_ops(OpRegistry& r) { (void)r; }
+// Statistics are accumulated in double whatever T is: a float32 running sum over a whole batch loses
+// digits that the per-element float32 arithmetic then cannot recover.
+using Acc = double;
+
+Status require_float(const Node& node, const Tensor& t, std::string_view what) {
+  if (!is_float(t.dtype()))
+    return node_error(node, fmt::format("{} must be float32 or float64, got {}", what, dtype_name(t.dtype())));
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// BatchNormalization. X is viewed as [batch, channels, inner]: with spatial=1 (the only form from opset
+// 9 on) a channel is dimension 1 and inner the spatial size; spatial=0 (opset 7) normalises every
+// (channel, position) separately.
+
+struct BatchNormLayout {
+  int64_t batch = 0, channels = 0, inner = 0;
+  int64_t count() const { return batch * inner; }  // elements per channel statistic
+};
+
+// Training mode: opset 14+ says so with training_mode; before, asking for the statistics outputs does.
+bool batch_norm_training(const Node& node) {
+  if (node.opset >= 14) return node.attr_int("training_mode", 0) != 0;
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (node.outputs[i] != kNoValue) return true;
+  return false;
+}
+
+Status batch_norm_layout(const Node& node, std::span<const Tensor* const> in, BatchNormLayout& l) {
+  for (size_t i = 0; i < 5; ++i)
+    if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
+  const Tensor& x = *in[0];
+  GRIST_TRY(require_float(node, x, "X"));
+  if (x.rank() < 2) return node_error(node, fmt::format("X must have rank 2 or more, got {}", x.shape().str()));
+  const bool spatial = node.attr_int("spatial", 1) != 0;
+  l.batch = x.shape()[0];
+  l.channels = spatial ? x.shape()[1] : x.shape().numel(1, x.rank());
+  l.inner = spatial ? x.shape().numel(2, x.rank()) : 1;
+  static constexpr const char* kNames[] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (size_t i = 1; i < 5; ++i) {
+    if (in[i]->dtype() != x.dtype()) return node_error(node, fmt::format("{} must have the dtype of X", kNames[i]));
+    if (in[i]->numel() != l.channels)
+      return node_error(node,
+                        fmt::format("{} must have {} elements, got {}", kNames[i], l.channels, in[i]->shape().str()));
+  }
+  return Status::ok();
+}
+
+template <class T>
+struct BatchNormData {
+  const T* x;
+  const T *scale, *bias, *mean, *var;
+};
+
+template <class T>
+BatchNormData<T> batch_norm_data(std::span<const Tensor* const> in) {
+  return {in[0]->data<T>(), in[1]->data<T>(), in[2]->data<T>(), in[3]->data<T>(), in[4]->data<T>()};
+}
+
+// Calls f(flat_index) for every element of channel c.
+template <class F>
+void for_each_in_channel(const BatchNormLayout& l, int64_t c, F&& f) {
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t base = (n * l.channels + c) * l.inner;
+    for (int64_t i = 0; i < l.inner; ++i) f(base + i);
+  }
+}
+
+// y = (x − mean[c])·(scale[c]·invstd[c]) + bias[c] over one channel.
+template <class T>
+void normalize_channel(const BatchNormLayout& l, int64_t c, const T* x, T mean, T a, T bias, T* y) {
+  for_each_in_channel(l, c, [&](int64_t i) { y[i] = (x[i] - mean) * a + bias; });
+}
+
+// Batch statistics (population variance, as ONNX and PyTorch normalise with) into mean/var.
+template <class T>
+void channel_statistics(const BatchNormLayout& l, int64_t c, const T* x, T& mean, T& var) {
+  Acc sum = 0;
+  for_each_in_channel(l, c, [&](int64_t i) { sum += x[i]; });
+  const Acc mu = sum / static_cast<Acc>(l.count());
+  Acc sq = 0;
+  for_each_in_channel(l, c, [&](int64_t i) {
+    const Acc d = x[i] - mu;
+    sq += d * d;
+  });
+  mean = static_cast<T>(mu);
+  var = static_cast<T>(sq / static_cast<Acc>(l.count()));
+}
+
+// Writes the optional statistics outputs: running_mean/var blended with momentum, and (opset < 14)
+// the batch mean and variance themselves.
+template <class T>
+void write_batch_norm_statistics(const Node& node, std::span<Tensor* const> outputs, const Tensor& stats_shape,
+                                 const T* in_mean, const T* in_var, const T* batch_mean, const T* batch_var,
+                                 int64_t channels) {
+  const T momentum = static_cast<T>(node.attr_float("momentum", 0.9));
+  auto out = [&](size_t i) -> T* {
+    if (i >= outputs.size() || !outputs[i]) return nullptr;
+    outputs[i]->resize(stats_shape.dtype(), stats_shape.shape());
+    return outputs[i]->data<T>();
+  };
+  T* running_mean = out(1);
+  T* running_var = out(2);
+  T* saved_mean = out(3);
+  T* saved_var = out(4);
+  for (int64_t c = 0; c < channels; ++c) {
+    if (running_mean) running_mean[c] = in_mean[c] * momentum + batch_mean[c] * (T(1) - momentum);
+    if (running_var) running_var[c] = in_var[c] * momentum + batch_var[c] * (T(1) - momentum);
+    if (saved_mean) saved_mean[c] = batch_mean[c];
+    if (saved_var) saved_var[c] = batch_var[c];
+  }
+}
+
+Status batch_norm_forward(ForwardContext& ctx) {
+  BatchNormLayout l;
+  GRIST_TRY(batch_norm_layout(ctx.node, ctx.inputs, l));
+  const Tensor& x = *ctx.input(0);
+  const bool training = batch_norm_training(ctx.node);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  // The statistics the output was normalised with (batch or running), kept for the backward.
+  Tensor& used_mean = ctx.state.slot(0);
+  Tensor& used_var = ctx.state.slot(1);
+  used_mean.resize(x.dtype(), ctx.input(3)->shape());
+  used_var.resize(x.dtype(), ctx.input(4)->shape());
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const auto d = batch_norm_data<T>(ctx.inputs);
+    const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+    T* mean = used_mean.data<T>();
+    T* var = used_var.data<T>();
+    for (int64_t c = 0; c < l.channels; ++c) {
+      if (training) {
+        channel_statistics(l, c, d.x, mean[c], var[c]);
+      } else {
+        mean[c] = d.mean[c];
+        var[c] = d.var[c];
+      }
+      const T a = d.scale[c] * (T(1) / std::sqrt(var[c] + eps));
+      normalize_channel(l, c, d.x, mean[c], a, d.bias[c], y.data<T>());
+    }
+    if (training)
+      write_batch_norm_statistics<T>(ctx.node, ctx.outputs, used_mean, d.mean, d.var, mean, var, l.channels);
+  });
+  return Status::ok();
+}
+
+// With x̂ = (x − μ)·invstd and g = dY: dB = Σg, dscale = Σ g·x̂, and
+//   inference: dX = scale·invstd·g (μ, invstd constants)
+//   training:  dX = scale·invstd·(g − Σg/m − x̂·Σ(g·x̂)/m) + gμ/m + gσ²·2(x − μ)/m,
+// where gμ, gσ² collect the gradients reaching the mean and variance outputs.
+template <class T>
+void batch_norm_backward_typed(BackwardContext& ctx, const BatchNormLayout& l, bool training) {
+  const auto d = batch_norm_data<T>(ctx.inputs);
+  const T* dy = ctx.grad_output(0) ? ctx.grad_output(0)->data<T>() : nullptr;
+  const T* mean = ctx.state.slot(0).data<T>();
+  const T* var = ctx.state.slot(1).data<T>();
+  const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+  const T momentum = static_cast<T>(ctx.node.attr_float("momentum", 0.9));
+  auto stat_grad = [&](size_t i, int64_t c) -> T {
+    const Tensor* g = ctx.grad_output(i);
+    return g ? g->data<T>()[c] : T(0);
+  };
+  T* dx = ctx.grad_input(0) ? ctx.grad_input(0)->data<T>() : nullptr;
+  T* dscale = ctx.grad_input(1) ? ctx.grad_input(1)->data<T>() : nullptr;
+  T* dbias = ctx.grad_input(2) ? ctx.grad_input(2)->data<T>() : nullptr;
+  const T m = static_cast<T>(l.count());
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const T invstd = T(1) / std::sqrt(var[c] + eps);
+    const T mu = mean[c];
+    Acc sum_g = 0, sum_g_xhat = 0;
+    if (dy) {
+      for_each_in_channel(l, c, [&](int64_t i) {
+        sum_g += dy[i];
+        sum_g_xhat += static_cast<Acc>(dy[i]) * ((d.x[i] - mu) * invstd);
+      });
+    }
+    if (dscale) dscale[c] = static_cast<T>(sum_g_xhat);
+    if (dbias) dbias[c] = static_cast<T>(sum_g);
+    if (!dx) continue;
+    const T a = d.scale[c] * invstd;
+    if (!training) {
+      for_each_in_channel(l, c, [&](int64_t i) { dx[i] = dy ? dy[i] * a : T(0); });
+      continue;
+    }
+    const T mean_g = static_cast<T>(sum_g) / m;
+    const T mean_g_xhat = static_cast<T>(sum_g_xhat) / m;
+    const T g_mean = (T(1) - momentum) * stat_grad(1, c) + stat_grad(3, c);
+    const T g_var = (T(1) - momentum) * stat_grad(2, c) + stat_grad(4, c);
+    for_each_in_channel(l, c, [&](int64_t i) {
+      const T centered = d.x[i] - mu;
+      const T g = dy ? dy[i] : T(0);
+      dx[i] = a * (g - mean_g - centered * invstd * mean_g_xhat) + g_mean / m + g_var * T(2) * centered / m;
+    });
+  }
+}
+
+Status batch_norm_backward(BackwardContext& ctx) {
+  BatchNormLayout l;
+  GRIST_TRY(batch_norm_layout(ctx.node, ctx.inputs, l));
+  for (int i = 0; i < 3; ++i)
+    if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
+  const bool training = batch_norm_training(ctx.node);
+  dispatch_float(ctx.input(0)->dtype(), [&](auto tag) { batch_norm_backward_typed<decltype(tag)>(ctx, l, training); });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// LayerNormalization (opset 17): X viewed as [rows, cols] with cols = X.shape[axis:]; every row is
+// normalised, then scaled and shifted by Scale and B broadcast to X.shape[axis:].
+
+struct LayerNormLayout {
+  int axis = 0;
+  int64_t rows = 0, cols = 0;
+  Shape normalized;  // X.shape[axis:]
+  Shape stats;       // X.shape[:axis] + ones: the shape of Mean and InvStdDev
+};
+
+Status layer_norm_layout(const Node& node, std::span<const Tensor* const> in, LayerNormLayout& l) {
+  for (size_t i = 0; i < 2; ++i)
+    if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
+  const Tensor& x = *in[0];
+  GRIST_TRY(require_float(node, x, "X"));
+  l.axis = normalize_axis(node.attr_int("axis", -1), x.rank());
+  if (l.axis < 0) return node_error(node, fmt::format("axis is out of range for X {}", x.shape().str()));
+  l.rows = x.shape().numel(0, l.axis);
+  l.cols = x.shape().numel(l.axis, x.rank());
+  l.normalized.assign(x.shape().begin() + l.axis, x.shape().end());
+  l.stats = x.shape();
+  for (int d = l.axis; d < x.rank(); ++d) l.stats[d] = 1;
+  for (size_t i = 1; i < 3 && i < in.size(); ++i) {
+    if (!in[i]) continue;
+    Shape r;
+    if (in[i]->dtype() != x.dtype() || !broadcast_shapes(in[i]->shape(), l.normalized, r) || r != l.normalized)
+      return node_error(node, fmt::format("{} {} must have X's dtype and broadcast to {}", i == 1 ? "Scale" : "B",
+                                          in[i]->shape().str(), l.normalized.str()));
+  }
+  return Status::ok();
+}
+
+// `param` (Scale or B) as a [cols] vector: the tensor itself, or its broadcast copy in `scratch`.
+template <class T>
+const T* expanded_param(const Tensor& param, const Shape& normalized, Tensor& scratch) {
+  if (param.shape() == normalized) return param.data<T>();
+  scratch.resize(param.dtype(), normalized);
+  const T* src = param.data<T>();
+  T* dst = scratch.data<T>();
+  std::array<std::array<int64_t, Shape::kMaxRank>, 1> st{broadcast_strides(param.shape(), normalized)};
+  broadcast_loop<1>(normalized, st, [&](int64_t i, const std::array<int64_t, 1>& j) { dst[i] = src[j[0]]; });
+  return dst;
+}
+
+Status layer_norm_forward(ForwardContext& ctx) {
+  LayerNormLayout l;
+  GRIST_TRY(layer_norm_layout(ctx.node, ctx.inputs, l));
+  const Tensor& x = *ctx.input(0);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  Tensor& mean_t = ctx.state.slot(0);
+  Tensor& invstd_t = ctx.state.slot(1);
+  mean_t.resize(x.dtype(), l.stats);
+  invstd_t.resize(x.dtype(), l.stats);
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+    const T* scale = expanded_param<T>(*ctx.input(1), l.normalized, ctx.state.slot(2));
+    const T* bias = ctx.input(2) ? expanded_param<T>(*ctx.input(2), l.normalized, ctx.state.slot(3)) : nullptr;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for (int64_t r = 0; r < l.rows; ++r) {
+      const T* row = px + r * l.cols;
+      Acc sum = 0, sq = 0;
+      for (int64_t j = 0; j < l.cols; ++j) sum += row[j];
+      const Acc mu = sum / static_cast<Acc>(l.cols);
+      for (int64_t j = 0; j < l.cols; ++j) sq += (row[j] - mu) * (row[j] - mu);
+      const T mean = static_cast<T>(mu);
+      const T invstd = T(1) / std::sqrt(static_cast<T>(sq / static_cast<Acc>(l.cols)) + eps);
+      mean_t.data<T>()[r] = mean;
+      invstd_t.data<T>()[r] = invstd;
+      T* out = py + r * l.cols;
+      for (int64_t j = 0; j < l.cols; ++j) out[j] = (row[j] - mean) * invstd * scale[j] + (bias ? bias[j] : T(0));
+    }
+  });
+  if (Tensor* m = ctx.output(1)) m->copy_from(mean_t);
+  if (Tensor* s = ctx.output(2)) s->copy_from(invstd_t);
+  return Status::ok();
+}
+
+// With x̂ = (x − μ)·invstd, ĝ = dY·scale, per row of n = cols elements:
+//   dX = invstd·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)) + dMean/n − dInvStd·invstd³·(x − μ)/n,
+//   dScale = Σ_rows dY·x̂, dB = Σ_rows dY (then summed down to the parameters' own shapes).
+template <class T>
+void layer_norm_backward_typed(BackwardContext& ctx, const LayerNormLayout& l) {
+  const T* px = ctx.input(0)->data<T>();
+  const T* dy = ctx.grad_output(0) ? ctx.grad_output(0)->data<T>() : nullptr;
+  const T* dmean = ctx.grad_output(1) ? ctx.grad_output(1)->data<T>() : nullptr;
+  const T* dinvstd = ctx.grad_output(2) ? ctx.grad_output(2)->data<T>() : nullptr;
+  const T* mean = ctx.state.slot(0).data<T>();
+  const T* invstd = ctx.state.slot(1).data<T>();
+  const T* scale = expanded_param<T>(*ctx.input(1), l.normalized, ctx.state.slot(2));
+  Tensor* dx_t = ctx.grad_input(0);
+  Tensor* dscale_t = ctx.grad_input(1);
+  Tensor* dbias_t = ctx.input(2) ? ctx.grad_input(2) : nullptr;
+  // Parameter gradients accumulate at the normalized shape, then reduce to the parameter's shape.
+  Tensor& dscale_full = ctx.state.slot(4);
+  Tensor& dbias_full = ctx.state.slot(5);
+  dscale_full.resize_zero(ctx.input(0)->dtype(), l.normalized);
+  dbias_full.resize_zero(ctx.input(0)->dtype(), l.normalized);
+  T* dscale = dscale_full.data<T>();
+  T* dbias = dbias_full.data<T>();
+  const T n = static_cast<T>(l.cols);
+  for (int64_t r = 0; r < l.rows; ++r) {
+    const T* row = px + r * l.cols;
+    const T* g = dy ? dy + r * l.cols : nullptr;
+    const T mu = mean[r], is = invstd[r];
+    Acc sum_gh = 0, sum_gh_xhat = 0;
+    for (int64_t j = 0; j < l.cols; ++j) {
+      const T gj = g ? g[j] : T(0);
+      const T xhat = (row[j] - mu) * is;
+      const T gh = gj * scale[j];
+      sum_gh += gh;
+      sum_gh_xhat += static_cast<Acc>(gh) * xhat;
+      dscale[j] += gj * xhat;
+      dbias[j] += gj;
+    }
+    if (!dx_t) continue;
+    T* dx = dx_t->data<T>() + r * l.cols;
+    const T mean_gh = static_cast<T>(sum_gh) / n;
+    const T mean_gh_xhat = static_cast<T>(sum_gh_xhat) / n;
+    const T via_mean = dmean ? dmean[r] / n : T(0);
+    const T via_invstd = dinvstd ? -dinvstd[r] * is * is * is / n : T(0);
+    for (int64_t j = 0; j < l.cols; ++j) {
+      const T centered = row[j] - mu;
+      const T gh = (g ? g[j] : T(0)) * scale[j];
+      dx[j] = is * (gh - mean_gh - centered * is * mean_gh_xhat) + via_mean + via_invstd * centered;
+    }
+  }
+  if (dscale_t) sum_to_shape(dscale_full, ctx.input(1)->shape(), *dscale_t);
+  if (dbias_t) sum_to_shape(dbias_full, ctx.input(2)->shape(), *dbias_t);
+}
+
+Status layer_norm_backward(BackwardContext& ctx) {
+  LayerNormLayout l;
+  GRIST_TRY(layer_norm_layout(ctx.node, ctx.inputs, l));
+  if (Tensor* dx = ctx.grad_input(0)) dx->resize(ctx.input(0)->dtype(), ctx.input(0)->shape());
+  dispatch_float(ctx.input(0)->dtype(), [&](auto tag) { layer_norm_backward_typed<decltype(tag)>(ctx, l); });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Dropout. Opset < 12: ratio attribute, inference unless an old is_test=0 says otherwise; opset 12+:
+// optional ratio and training_mode inputs. ForwardContext::dropout_training overrides either. Training
+// keeps an element when a uniform draw is below 1 − ratio and scales it by 1/(1 − ratio); y = x·multiplier
+// (so a dropped inf gives NaN, as PyTorch's x·mask does).
+
+struct DropoutMode {
+  bool training = false;
+  double ratio = 0.5;
+};
+
+Status dropout_mode(const ForwardContext& ctx, DropoutMode& mode) {
+  const Node& node = ctx.node;
+  if (node.opset < 12) {
+    mode.ratio = node.attr_float("ratio", 0.5);
+    mode.training = node.has_attr("is_test") && node.attr_int("is_test", 1) == 0;
+  } else {
+    if (const Tensor* r = ctx.input(1)) {
+      if (!is_float(r->dtype()) || r->numel() != 1) return node_error(node, "ratio must be a float scalar");
+      mode.ratio = r->get_as_double(0);
+    }
+    if (const Tensor* t = ctx.input(2)) {
+      if (t->numel() != 1) return node_error(node, "training_mode must be a scalar");
+      mode.training = t->get_as_double(0) != 0;
+    }
+  }
+  if (ctx.dropout_training) mode.training = *ctx.dropout_training;
+  if (!(mode.ratio >= 0 && mode.ratio <= 1))
+    return node_error(node, fmt::format("ratio {} is not in [0, 1]", mode.ratio));
+  return Status::ok();
+}
+
+// The factor kept elements are scaled by (inf for ratio 1, where nothing is kept).
+template <class T>
+T dropout_scale(double ratio) {
+  return T(1) / (T(1) - static_cast<T>(ratio));
+}
+
+// Sets every element of `t` to one (true for bool).
+void fill_ones(Tensor& t) {
+  dispatch_all(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    std::fill_n(t.data<T>(), t.numel(), static_cast<T>(1));
+  });
+}
+
+// State slots: 0 holds {training, ratio} as float64 for the backward; 1 the keep mask of a training pass
+// when the node's own (bool) mask output does not hold it.
+Status dropout_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  GRIST_TRY(require_float(ctx.node, x, "data"));
+  DropoutMode mode;
+  GRIST_TRY(dropout_mode(ctx, mode));
+  Tensor& saved = ctx.state.slot(0);
+  saved.resize(DType::Float64, Shape{2});
+  saved.data<double>()[0] = mode.training ? 1.0 : 0.0;
+  saved.data<double>()[1] = mode.ratio;
+  Tensor& y = *ctx.output(0);
+  Tensor* mask_out = ctx.output(1);
+  // Opset < 10 typed the mask like the data; since then it is bool.
+  const DType mask_type = ctx.node.opset < 10 ? x.dtype() : DType::Bool;
+  if (!mode.training) {
+    y.copy_from(x);
+    if (mask_out) {
+      mask_out->resize(mask_type, x.shape());
+      fill_ones(*mask_out);
+    }
+    return Status::ok();
+  }
+  y.resize(x.dtype(), x.shape());
+  Tensor& keep = (mask_out && mask_type == DType::Bool) ? *mask_out : ctx.state.slot(1);
+  keep.resize(DType::Bool, x.shape());
+  bool* k = keep.data<bool>();
+  const double keep_probability = 1.0 - mode.ratio;
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    const T scale = dropout_scale<T>(mode.ratio);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      k[i] = ctx.rng.uniform() < keep_probability;
+      py[i] = px[i] * (k[i] ? scale : T(0));
+    }
+  });
+  if (mask_out && mask_type != DType::Bool) cast_tensor(keep, mask_type, *mask_out);
+  return Status::ok();
+}
+
+Status dropout_backward(BackwardContext& ctx) {
+  Tensor* dx = ctx.grad_input(0);
+  if (!dx) return Status::ok();
+  const Tensor& x = *ctx.input(0);
+  dx->resize(x.dtype(), x.shape());
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    dx->fill_zero();
+    return Status::ok();
+  }
+  const Tensor& saved = ctx.state.slot(0);
+  if (saved.numel() != 2) return node_error(ctx.node, "backward without a matching forward");
+  const bool training = saved.data<double>()[0] != 0;
+  const Tensor* mask_out = ctx.output(1);
+  const Tensor& keep = (mask_out && mask_out->dtype() == DType::Bool) ? *mask_out : ctx.state.slot(1);
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = dy->data<T>();
+    T* out = dx->data<T>();
+    if (!training) {
+      std::copy(g, g + dy->numel(), out);
+      return;
+    }
+    const T scale = dropout_scale<T>(saved.data<double>()[1]);
+    const bool* k = keep.data<bool>();
+    for (int64_t i = 0; i < dy->numel(); ++i) out[i] = g[i] * (k[i] ? scale : T(0));
+  });
+  return Status::ok();
+}
+
+}  // namespace
+
+void register_normalization_ops(OpRegistry& r) {
+  r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0})});
+}
 
 }  // namespace grist

@@ -337,12 +337,16 @@ TEST(ConvTransposeGradient, StridesPadsOutputPaddingGroups) {
       {random_tensor(rng, {2, 4, 3, 3}), random_tensor(rng, {4, 1, 2, 2}), random_tensor(rng, {2})});
 }
 
-TEST(ConvTransposeGradient, OutputShapeCroppingAndExtending) {
+TEST(ConvTransposeGradient, OutputShapeCroppingExtendingAndAutoPad) {
   Rng rng(132);
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{5, 6}, std::vector<int64_t>{8, 8}}) {
+  auto strided = [](std::pair<std::string, Attribute> extra) {
+    return node_spec("ConvTranspose", {{"strides", attr_ints({2, 2})}, std::move(extra)});
+  };
+  for (const NodeSpec& spec :
+       {strided({"output_shape", attr_ints({5, 6})}), strided({"output_shape", attr_ints({8, 8})}),
+        strided({"auto_pad", attr_string("SAME_UPPER")})}) {
     expect_gradient_matches(
-        node_spec("ConvTranspose", {{"strides", attr_ints({2, 2})}, {"output_shape", attr_ints(shape)}}),
-        {random_tensor(rng, {1, 2, 3, 3}), random_tensor(rng, {2, 2, 2, 3}), random_tensor(rng, {2})});
+        spec, {random_tensor(rng, {1, 2, 3, 3}), random_tensor(rng, {2, 2, 2, 3}), random_tensor(rng, {2})});
   }
 }
 

@@ -24,11 +24,11 @@ Attribute attr_tensor(Tensor t);
 
 struct NodeSpec {
   std::string op_type;
-  std::vector<std::pair<std::string, Attribute>> attributes;
+  std::vector<std::pair<std::string, Attribute>> attributes = {};
   int num_outputs = 1;
   int opset = 17;
   // Inputs given as constants (initializers) rather than graph inputs, by index; e.g. shape operands.
-  std::vector<int> constant_inputs;
+  std::vector<int> constant_inputs = {};
 };
 
 // A graph holding one node whose inputs are `inputs` (an undefined Tensor = omitted optional input).
