@@ -58,7 +58,7 @@ bench: build
 # conformance data runs in reasonable time).
 sanitize: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRIST_SANITIZE=ON
-	ninja -C build-asan -j$(JOBS)
+	ninja -C build-asan -j$(JOBS) tests/all
 	cd build-asan && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "ZooReference|cli_test"
 
 # libFuzzer on the ONNX importer and the .npy reader, 30 s each from the committed files as seeds.

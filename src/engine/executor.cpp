@@ -185,7 +185,7 @@ Status Executor::forward() {
   return Status::ok();
 }
 
-Status Executor::backward(ValueId loss) {
+Status Executor::backward(ValueId loss, std::span<const ValueId> wrt) {
   GRIST_CHECK(loss != kNoValue && is_set_[static_cast<size_t>(loss)], "backward: the loss has not been computed");
   const Tensor& l = values_[static_cast<size_t>(loss)];
   GRIST_CHECK(is_float(l.dtype()), "backward: the loss '{}' is not a float tensor", graph_->value(loss).name);
@@ -196,17 +196,25 @@ Status Executor::backward(ValueId loss) {
     std::fill_n(ones.data<T>(), ones.numel(), T(1));
   });
   const Tensor* seed = &ones;
-  return backward(std::span<const ValueId>(&loss, 1), std::span<const Tensor* const>(&seed, 1));
+  return backward(std::span<const ValueId>(&loss, 1), std::span<const Tensor* const>(&seed, 1), wrt);
 }
 
-void Executor::plan_backward(std::span<const ValueId> outputs) {
+const Executor::BackwardPlan& Executor::plan_for(std::span<const ValueId> outputs, std::span<const ValueId> wrt) {
+  for (const auto& p : plans_)
+    if (std::equal(outputs.begin(), outputs.end(), p.outputs.begin(), p.outputs.end()) &&
+        std::equal(wrt.begin(), wrt.end(), p.wrt.begin(), p.wrt.end()))
+      return p;
   const Graph& g = *graph_;
   const size_t nv = g.values.size();
-  // A value needs a gradient when it is float, depends on a float input or initializer through
-  // differentiable edges, and some seeded output depends on it.
+  // A value needs a gradient when it is float, depends on a wanted source through differentiable edges,
+  // and some seeded output depends on it.
   std::vector<uint8_t> from_source(nv, 0), to_output(nv, 0);
-  for (ValueId id : g.inputs) from_source[static_cast<size_t>(id)] = 1;
-  for (ValueId id : g.initializers) from_source[static_cast<size_t>(id)] = 1;
+  if (wrt.empty()) {
+    for (ValueId id : g.inputs) from_source[static_cast<size_t>(id)] = 1;
+    for (ValueId id : g.initializers) from_source[static_cast<size_t>(id)] = 1;
+  } else {
+    for (ValueId id : wrt) from_source[static_cast<size_t>(id)] = 1;
+  }
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     if (!ops_[n]->backward) continue;
@@ -231,12 +239,17 @@ void Executor::plan_backward(std::span<const ValueId> outputs) {
       if (node.inputs[i] != kNoValue && (ops_[n]->differentiable_inputs >> i & 1u))
         to_output[static_cast<size_t>(node.inputs[i])] = 1;
   }
-  needs_grad_.assign(nv, 0);
-  for (size_t v = 0; v < nv; ++v) needs_grad_[v] = from_source[v] && to_output[v] && is_float(values_[v].dtype());
-  planned_outputs_.assign(outputs.begin(), outputs.end());
+  BackwardPlan plan;
+  plan.outputs.assign(outputs.begin(), outputs.end());
+  plan.wrt.assign(wrt.begin(), wrt.end());
+  plan.needs_grad.assign(nv, 0);
+  for (size_t v = 0; v < nv; ++v) plan.needs_grad[v] = from_source[v] && to_output[v] && is_float(values_[v].dtype());
+  plans_.push_back(std::move(plan));
+  return plans_.back();
 }
 
-Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds) {
+Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds,
+                          std::span<const ValueId> wrt) {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
   GRIST_CHECK(outputs.size() == seeds.size(), "backward: {} outputs but {} seeds", outputs.size(), seeds.size());
@@ -249,8 +262,7 @@ Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tens
                 "backward: the seed for '{}' is {} {}, expected {} {}", g.value(out).name,
                 dtype_name(seeds[k]->dtype()), seeds[k]->shape().str(), dtype_name(v.dtype()), v.shape().str());
   }
-  if (!std::equal(outputs.begin(), outputs.end(), planned_outputs_.begin(), planned_outputs_.end()))
-    plan_backward(outputs);
+  needs_grad_ = &plan_for(outputs, wrt).needs_grad;
 
   std::fill(has_grad_.begin(), has_grad_.end(), 0);
   std::fill(grad_finite_.begin(), grad_finite_.end(), 1);
@@ -288,7 +300,7 @@ Status Executor::run_node_backward(size_t n) {
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     ValueId in = node.inputs[i];
     a.in[i] = in == kNoValue ? nullptr : &values_[static_cast<size_t>(in)];
-    bool want = in != kNoValue && needs_grad_[static_cast<size_t>(in)] && (op->differentiable_inputs >> i & 1u);
+    bool want = in != kNoValue && (*needs_grad_)[static_cast<size_t>(in)] && (op->differentiable_inputs >> i & 1u);
     if (!want) {
       a.grad_in[i] = nullptr;
       continue;

@@ -42,11 +42,13 @@ class Executor {
 
   // Runs every node in order. With scanning on, forward_event() names the first non-finite producer.
   Status forward();
-  // Reverse mode from `loss` (seeded with ones, i.e. the gradient of its sum) to every float input and
-  // initializer it depends on. Needs a forward() first.
-  Status backward(ValueId loss);
+  // Reverse mode from `loss` (seeded with ones, i.e. the gradient of its sum) to the float inputs and
+  // initializers in `wrt` (empty: all of them) that it depends on. Needs a forward() first. Only the
+  // nodes between the two are visited: asking for the data input alone skips every weight gradient.
+  Status backward(ValueId loss, std::span<const ValueId> wrt = {});
   // Reverse mode seeded with given gradients of several outputs (each seed shaped like its output).
-  Status backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds);
+  Status backward(std::span<const ValueId> outputs, std::span<const Tensor* const> seeds,
+                  std::span<const ValueId> wrt = {});
 
   const Tensor& value(ValueId id) const { return values_[static_cast<size_t>(id)]; }
   // Writable access to a stored tensor (weights for an optimizer); marks it for re-scanning.
@@ -61,7 +63,11 @@ class Executor {
   Executor() = default;
   Status run_node_backward(size_t n);
   void note_forward_nonfinite(size_t n);
-  void plan_backward(std::span<const ValueId> outputs);
+  struct BackwardPlan {
+    std::vector<ValueId> outputs, wrt;
+    std::vector<uint8_t> needs_grad;  // per value
+  };
+  const BackwardPlan& plan_for(std::span<const ValueId> outputs, std::span<const ValueId> wrt);
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -82,9 +88,9 @@ class Executor {
     std::vector<Tensor> edge_grad;  // per input: gradient scratch when the value has several consumers
   };
   std::vector<NodeArgs> args_;
-  // Backward plan for the last loss.
-  std::vector<ValueId> planned_outputs_;
-  std::vector<uint8_t> needs_grad_;  // per value
+  // Backward plans, one per (outputs, wrt) asked for; a hunt alternates between two or three.
+  std::vector<BackwardPlan> plans_;
+  const std::vector<uint8_t>* needs_grad_ = nullptr;  // the plan of the pass running
   Tensor loss_seed_;                 // ones shaped like the loss
   std::vector<Tensor> grads_;
   std::vector<uint8_t> has_grad_;    // per value, this pass

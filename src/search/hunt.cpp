@@ -79,8 +79,11 @@ class TargetSearch {
   std::vector<ValueId> params_;
   ValueId loss_ = kNoValue;
   Batch batch_;                 // the persistent batch
+  Batch monitored_;             // its state before the input step
   std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
   std::vector<std::string> data_inputs_, switched_inputs_;
+  std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
+  bool random_ops_ = false;         // the graph draws random numbers (dropout masks, random ops)
   RowHistory history_;
   Tensor seed_;
   double objective_ = 0;
@@ -99,13 +102,18 @@ Status TargetSearch::setup() {
   GRIST_TRY(data_->next_batch(batch_));
 
   data_inputs_.clear();
+  data_ids_.clear();
   switched_inputs_.clear();
+  random_ops_ = false;
+  for (const Node& n : g_.nodes)
+    random_ops_ |= n.op_type == "Dropout" || n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli";
   for (const auto& name : data_->input_names()) {
     const InputSpec& spec = data_->spec(name);
     if (spec.role == InputRole::Fixed) continue;
     switched_inputs_.push_back(name);
     if (spec.role != InputRole::Data) continue;
     data_inputs_.push_back(name);
+    data_ids_.push_back(g_.find_value(name));
     const Tensor& x = batch_.at(name);
     GRIST_CHECK(is_float(x.dtype()), "input '{}' is searched (role data) but holds {} values; only float inputs can "
                 "be stepped", name, dtype_name(x.dtype()));
@@ -187,7 +195,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
 }
 
 Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
-  const Rng rng_before = ex_->rng();  // a copy, serialised only on a trigger
+  const Rng rng_before = random_ops_ ? ex_->rng() : Rng();  // serialised only on a trigger
   std::map<std::string, Tensor> before;  // weights as the training pass saw them, for the witness
   if (!reuse_monitored_pass) {
     ex_->options().dropout_training = m_.train.dropout;
@@ -199,7 +207,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       return Status::ok();
     }
   }
-  GRIST_TRY(ex_->backward(loss_));
+  GRIST_TRY(ex_->backward(loss_, params_));
   if (!cfg_.faithful && ex_->backward_event().found) {
     record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), fed, m_.train.dropout, rng_before);
     fired = true;
@@ -296,7 +304,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     }
 
     // 1. Monitored forward, every node scanned.
-    const Rng rng_before = ex_->rng();  // a copy, serialised only on a trigger
+    const Rng rng_before = random_ops_ ? ex_->rng() : Rng();  // serialised only on a trigger
     ex_->options().dropout_training = m_.monitor_dropout;
     GRIST_TRY(feed(batch_));
     GRIST_TRY(ex_->forward());
@@ -316,8 +324,8 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       GRIST_CHECK(l.numel() == 1 && is_float(l.dtype()), "{}: the loss '{}' must be a float scalar, but it is {} {}",
                   m_.path, m_.loss, dtype_name(l.dtype()), l.shape().str());
     }
-    Batch monitored;
-    if (m_.train.enabled && !m_.train.on_updated_batch) monitored = batch_;
+    // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
+    if (m_.train.enabled && !m_.train.on_updated_batch) monitored_ = batch_;
 
     // 2. The input step against the objective's gradient.
     if (steps) {
@@ -326,7 +334,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
         GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
-                                std::span<const Tensor* const>(&seed, 1)));
+                                std::span<const Tensor* const>(&seed, 1), data_ids_));
         GRIST_TRY(input_step(it));
       }
     }
@@ -334,7 +342,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     // 3. The model's own training step.
     if (m_.train.enabled) {
       bool fired = false;
-      const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored;
+      const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored_;
       GRIST_TRY(train_step(fed, reuse, out, fired));
       if (fired) {
         finish();
