@@ -54,20 +54,20 @@ demo: build
 bench: build
 	$(BUILD)/bench/engine_bench
 
-# The importer and the engine under AddressSanitizer + UndefinedBehaviorSanitizer (optimised, so the
-# conformance data runs in reasonable time).
+# The tests under AddressSanitizer + UndefinedBehaviorSanitizer, built with clang so that the same build
+# also gives the libFuzzer targets (optimised, so the conformance data runs in reasonable time).
+SAN_BUILD := build-asan
 sanitize: deps
-	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRIST_SANITIZE=ON
-	ninja -C build-asan -j$(JOBS) tests/all
-	cd build-asan && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "ZooReference|cli_test"
+	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
+	  -DGRIST_SANITIZE=ON -DGRIST_FUZZ=ON
+	ninja -C $(SAN_BUILD) -j$(JOBS) tests/all import_fuzzer npy_fuzzer
+	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "ZooReference|cli_test"
 
 # libFuzzer on the ONNX importer and the .npy reader, 30 s each from the committed files as seeds.
-fuzz-smoke: deps
-	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DGRIST_FUZZ=ON
-	ninja -C build-fuzz -j$(JOBS) import_fuzzer npy_fuzzer
-	mkdir -p build-fuzz/corpus-onnx build-fuzz/corpus-npy
-	build-fuzz/import_fuzzer -max_total_time=30 -max_len=65536 build-fuzz/corpus-onnx tests/models examples
-	build-fuzz/npy_fuzzer -max_total_time=30 build-fuzz/corpus-npy tests/data/fixtures
+fuzz-smoke: sanitize
+	mkdir -p $(SAN_BUILD)/corpus-onnx $(SAN_BUILD)/corpus-npy
+	$(SAN_BUILD)/import_fuzzer -max_total_time=30 -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples
+	$(SAN_BUILD)/npy_fuzzer -max_total_time=30 $(SAN_BUILD)/corpus-npy tests/data/fixtures
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -3,7 +3,7 @@
 // CNN's achieved GFLOP/s. Run: build/bench/engine_bench  (see docs/PERFORMANCE.md).
 #include <benchmark/benchmark.h>
 
-#include <Eigen/Core>
+#include "util/eigen.h"
 
 #include "engine/executor.h"
 #include "graph/graph.h"

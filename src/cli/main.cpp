@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add_hunt_command(app, action);
   add_replay_command(app, action);
   add_bench_command(app, action);
+  add_scan_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -49,7 +49,10 @@ Status apply_experiments_conf(const IniFile& ini, const std::string& source, Sea
   for (const auto& [section, keys] : ini) {
     GRIST_CHECK(section == "parameter", "{}: unknown section [{}] (experiments.conf has only [parameter])", source,
                 section);
-    for (const auto& [key, entry] : keys) {
+    for (const auto& item : keys) {
+      // Named references, not structured bindings: clang 14 cannot capture those in a lambda.
+      const std::string& key = item.first;
+      const IniEntry& entry = item.second;
       auto where = [&](const std::string& why) {
         return make_error("{}:{}: key '{}': {}", source, entry.line, key, why);
       };

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include <Eigen/Core>
+#include "util/eigen.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <xmmintrin.h>

@@ -1,12 +1,6 @@
 // Convolution and pooling: Conv, ConvTranspose (im2col/col2im + one Eigen GEMM per batch item and group),
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool, forward and backward, any spatial rank.
-// GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized inside Eigen's products (GCC bug 105593,
-// fixed in GCC 13): silenced for Eigen's headers only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+#include "util/eigen.h"
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -905,13 +899,92 @@ Status pool_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+namespace {
+// Interval transfers (grist scan): convolutions are bilinear (ops/bounds.h); max pooling selects.
+// A large input holds one interval x for all its elements: each output of channel o sums a subset of
+// x·w over its filter slice (padding and transposed strides drop terms), so with x' = hull(x, 0) the full
+// slice sum bounds every subset. O(|W|) instead of five convolutions of the whole tensor.
+Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* w = c.input(1);
+  const IntervalTensor* b = c.input(2);
+  // The output shape from the ONNX formulas, without running the convolution.
+  const int spatial = x->shape.rank() - 2;
+  if (spatial < 1 || w->shape.rank() != x->shape.rank()) return bounds_unbounded(c);
+  const auto strides = c.node.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+  const auto dilations = c.node.attr_ints("dilations", std::vector<int64_t>(spatial, 1));
+  const auto pads = c.node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  const auto out_pad = c.node.attr_ints("output_padding", std::vector<int64_t>(spatial, 0));
+  const std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  if (c.node.has_attr("output_shape") || (auto_pad != "NOTSET" && auto_pad != "VALID")) return bounds_unbounded(c);
+  Shape shape{x->shape[0], transpose ? w->shape[1] * c.node.attr_int("group", 1) : w->shape[0]};
+  for (int d = 0; d < spatial; ++d) {
+    const int64_t k = (w->shape[2 + d] - 1) * dilations[d] + 1;
+    const int64_t pad = auto_pad == "VALID" ? 0 : pads[d] + pads[spatial + d];
+    shape.push_back(transpose ? strides[d] * (x->shape[2 + d] - 1) + out_pad[d] + k - pad
+                              : (x->shape[2 + d] + pad - k) / strides[d] + 1);
+  }
+  c.outputs[0] = IntervalTensor::unbounded(x->dtype, shape);
+  if (!x->bounded() || !w->bounded() || (b && !b->bounded()) || w->shape.rank() < 2) return Status::ok();
+  const Interval xh = x->hull();
+  const Interval xz{std::min(xh.lo, 0.0), std::max(xh.hi, 0.0)};
+  const int64_t per_channel = transpose ? w->shape[1] : w->shape[0];
+  const int64_t inner = w->shape.numel(2, w->shape.rank());
+  Interval out{kInf, -kInf};
+  int64_t terms = 0;
+  for (int64_t o = 0; o < per_channel; ++o) {
+    double lo = 0, hi = 0, mag = 0;
+    terms = 0;
+    for (int64_t c0 = 0; c0 < (transpose ? w->shape[0] : w->shape[1]); ++c0)
+      for (int64_t k = 0; k < inner; ++k) {
+        const int64_t i = transpose ? (c0 * w->shape[1] + o) * inner + k : (o * w->shape[1] + c0) * inner + k;
+        const Interval wi = w->at(i);
+        const double p[4] = {xz.lo * wi.lo, xz.lo * wi.hi, xz.hi * wi.lo, xz.hi * wi.hi};
+        lo += std::min({p[0], p[1], p[2], p[3]});
+        hi += std::max({p[0], p[1], p[2], p[3]});
+        mag += std::max(std::fabs(xz.lo), std::fabs(xz.hi)) * std::max(std::fabs(wi.lo), std::fabs(wi.hi));
+        ++terms;
+      }
+    if (b) {
+      const Interval bi = b->at(b->numel() == 1 ? 0 : o % b->numel());
+      lo += bi.lo, hi += bi.hi, mag += std::max(std::fabs(bi.lo), std::fabs(bi.hi));
+    }
+    const double err = gamma_f32(terms + 2) * mag;
+    out = {std::min(out.lo, lo - err), std::max(out.hi, hi + err)};
+  }
+  IntervalTensor& y = c.outputs[0];
+  y.lo = {round_down_f32(out.lo)};
+  y.hi = {round_up_f32(out.hi)};
+  y.may_be_nan = false;
+  return Status::ok();
+}
+Status conv_bounds(BoundsContext& c) {
+  const IntervalTensor* w = c.input(1);
+  if (!w || w->shape.rank() == 0 || w->shape[0] == 0 || !c.input(0)) return bounds_unbounded(c);
+  if (c.input(0)->smashed()) return conv_smashed_bounds(c, false);
+  return bounds_bilinear(c, w->numel() / w->shape[0]);
+}
+Status conv_transpose_bounds(BoundsContext& c) {
+  const IntervalTensor* w = c.input(1);
+  if (!w || !c.input(0)) return bounds_unbounded(c);
+  if (c.input(0)->smashed()) return conv_smashed_bounds(c, true);
+  return bounds_bilinear(c, w->numel());  // every weight is an upper bound on the terms of one output
+}
+Status max_pool_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_select(c));
+  // The argmax output is not monotone in x: any flat index of the input.
+  if (c.outputs.size() > 1 && c.input(0))
+    c.outputs[1] = IntervalTensor::filled(DType::Int64, c.outputs[1].shape, {0, double(c.input(0)->numel() - 1)});
+  return Status::ok();
+}
+}  // namespace
+
 void register_conv_pool_ops(OpRegistry& r) {
-  r.add(OpDef{"Conv", "", conv_forward<false>, conv_backward<false>, inputs_mask({0, 1, 2})});
-  r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2})});
-  r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0})});
+  r.add(OpDef{"Conv", "", conv_forward<false>, conv_backward<false>, inputs_mask({0, 1, 2}), {}, conv_bounds});
+  r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2}), {}, conv_transpose_bounds});
+  r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0}), {}, max_pool_bounds});
   r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0})});
-  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>,
-              inputs_mask({0})});
+  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}), {}, bounds_select});
   r.add(OpDef{"GlobalAveragePool", "", pool_forward<PoolKind::GlobalAverage>, pool_backward<PoolKind::GlobalAverage>,
               inputs_mask({0})});
 }

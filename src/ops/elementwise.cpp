@@ -870,40 +870,98 @@ constexpr HazardSpec kPowHazards[] = {
 
 }  // namespace
 
+namespace {
+// Interval transfers (grist scan, ops/bounds.h). Exp, Log, Sigmoid, ... are monotone: their kernel at the
+// bounds, rounded outward, is their transfer.
+Status neg_bounds(BoundsContext& c) { return bounds_antitone(c, true); }
+Interval abs_interval(Interval a, bool&) {
+  if (a.lo >= 0) return a;
+  if (a.hi <= 0) return {-a.hi, -a.lo};
+  return {0, std::max(-a.lo, a.hi)};
+}
+Status abs_bounds(BoundsContext& c) { return bounds_unary(c, abs_interval); }
+Interval sqrt_interval(Interval a, bool& nan) {
+  if (a.lo < 0) nan = true;
+  if (a.hi < 0) return {};
+  Interval r = widen_f32({std::sqrt(std::max(a.lo, 0.0)), std::sqrt(a.hi)});
+  return {std::max(r.lo, 0.0), r.hi};
+}
+Status sqrt_bounds(BoundsContext& c) { return bounds_unary(c, sqrt_interval); }
+Interval reciprocal_interval(Interval a, bool& nan) { return interval_div({1, 1}, a, nan); }
+Status reciprocal_bounds(BoundsContext& c) { return bounds_unary(c, reciprocal_interval); }
+Status add_bounds(BoundsContext& c) { return bounds_binary(c, interval_add); }
+Status sub_bounds(BoundsContext& c) { return bounds_binary(c, interval_sub); }
+Status mul_bounds(BoundsContext& c) { return bounds_binary(c, interval_mul); }
+Status div_bounds(BoundsContext& c) { return bounds_binary(c, interval_div); }
+// Clip is non-decreasing in x, min and max alike.
+Status clip_bounds(BoundsContext& c) { return bounds_monotone(c, true, kAllInputs); }
+
+// base^e: a whole constant exponent by the parity of e; otherwise a positive base makes pow monotone in
+// each argument, so the four corners bound it.
+Interval pow_interval(Interval b, Interval e, bool& nan) {
+  auto corners = [&](Interval x, Interval y) {
+    const double v[4] = {std::pow(x.lo, y.lo), std::pow(x.lo, y.hi), std::pow(x.hi, y.lo), std::pow(x.hi, y.hi)};
+    Interval r{kInf, -kInf};
+    for (double t : v) {
+      if (std::isnan(t)) {
+        nan = true;
+        return Interval{};
+      }
+      r = {std::min(r.lo, t), std::max(r.hi, t)};
+    }
+    return widen_f32(r);
+  };
+  if (e.lo == e.hi && e.lo == std::floor(e.lo) && std::isfinite(e.lo)) {
+    const double n = e.lo;
+    if (n == 0) return {1, 1};
+    if (n < 0 && b.contains(0)) return {};  // ±inf at 0, not NaN
+    if (std::fmod(n, 2) == 0 && b.lo < 0 && b.hi > 0) {
+      Interval r = widen_f32({0, std::pow(std::max(-b.lo, b.hi), n)});
+      return {std::max(r.lo, 0.0), r.hi};
+    }
+    return corners(b, e);
+  }
+  if (b.lo > 0 || (b.lo == 0 && e.lo > 0)) return corners(b, e);
+  if (b.lo < 0) nan = true;
+  return {};
+}
+Status pow_bounds(BoundsContext& c) { return bounds_binary(c, pow_interval); }
+}  // namespace
+
 void register_elementwise_ops(OpRegistry& r) {
   const uint32_t first = inputs_mask({0});
-  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first});
-  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first});
-  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first});
-  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first});
+  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first, {}, neg_bounds});
+  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds});
+  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select});
+  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select});
   r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first});
-  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards});
-  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards});
-  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards});
-  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards});
-  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first});
-  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first});
-  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first});
-  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first});
-  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first});
-  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first});
-  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first});
-  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first});
+  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds});
+  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, bounds_monotone_rounded});
+  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded});
+  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds});
+  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select});
+  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select});
+  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select});
 
   const uint32_t both = inputs_mask({0, 1});
-  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both});
-  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both});
-  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both});
-  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards});
-  r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards});
+  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both, {}, add_bounds});
+  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds});
+  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds});
+  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds});
+  r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds});
 
   r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs});
   r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs});
-  r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs});
-  r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs});
+  r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs, {}, bounds_select});
+  r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs, {}, bounds_select});
 
-  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first});
-  r.add(OpDef{"Identity", "", identity_forward, identity_backward, first});
+  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first, {}, clip_bounds});
+  r.add(OpDef{"Identity", "", identity_forward, identity_backward, first, {}, bounds_select});
 }
 
 }  // namespace grist

@@ -556,11 +556,12 @@ Status topk_backward(BackwardContext& c) {
 
 }  // namespace
 
+
 void register_indexing_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
   const uint32_t data_and_updates = inputs_mask({0, 2});
-  r.add(OpDef{"Gather", "", gather_forward<GatherRuns>, gather_backward<GatherRuns>, data_only});
-  r.add(OpDef{"GatherElements", "", gather_forward<ElementRuns>, gather_backward<ElementRuns>, data_only});
+  r.add(OpDef{"Gather", "", gather_forward<GatherRuns>, gather_backward<GatherRuns>, data_only, {}, bounds_select_by_index});
+  r.add(OpDef{"GatherElements", "", gather_forward<ElementRuns>, gather_backward<ElementRuns>, data_only, {}, bounds_select_by_index});
   r.add(OpDef{"GatherND", "", gather_forward<NdRuns>, gather_backward<NdRuns>, data_only});
   r.add(OpDef{"ScatterElements", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates});
   r.add(OpDef{"Scatter", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates});

@@ -1,13 +1,7 @@
 // Matrix products: MatMul (numpy matmul: 1-D promotion, broadcast batch dimensions) and Gemm
 // (alpha·op(A)·op(B) + beta·C), forward and backward, all on Eigen products over row-major maps.
 
-// GCC 12's AVX-512 intrinsics trip -Wmaybe-uninitialized inside Eigen's products (GCC bug 105593,
-// fixed in GCC 13): silenced for Eigen's headers only.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#include <Eigen/Core>
-#pragma GCC diagnostic pop
+#include "util/eigen.h"
 
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
@@ -288,9 +282,25 @@ Status gemm_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+namespace {
+// Interval transfers (grist scan): the midpoint-radius product of ops/bounds.h over the longest dot product.
+Status matmul_bounds(BoundsContext& c) {
+  const IntervalTensor* a = c.input(0);
+  if (!a || a->shape.rank() == 0) return bounds_unbounded(c);
+  return bounds_bilinear(c, a->shape.back());
+}
+Status gemm_bounds(BoundsContext& c) {
+  const IntervalTensor* a = c.input(0);
+  // Negative alpha/beta would flip the radius runs' signs; no exported model uses them.
+  if (!a || a->shape.rank() != 2 || c.node.attr_float("alpha", 1) < 0 || c.node.attr_float("beta", 1) < 0)
+    return bounds_unbounded(c);
+  return bounds_bilinear(c, c.node.attr_int("transA", 0) ? a->shape[0] : a->shape[1]);
+}
+}  // namespace
+
 void register_linalg_ops(OpRegistry& r) {
-  r.add(OpDef{"MatMul", "", matmul_forward, matmul_backward, inputs_mask({0, 1})});
-  r.add(OpDef{"Gemm", "", gemm_forward, gemm_backward, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"MatMul", "", matmul_forward, matmul_backward, inputs_mask({0, 1}), {}, matmul_bounds});
+  r.add(OpDef{"Gemm", "", gemm_forward, gemm_backward, inputs_mask({0, 1, 2}), {}, gemm_bounds});
 }
 
 }  // namespace grist

@@ -180,19 +180,33 @@ Status where_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+namespace {
+// Interval transfer of comparisons and logic (grist scan): a bool in [0, 1], of the kernel's shape.
+Status boolean_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_unbounded(c));
+  for (IntervalTensor& out : c.outputs) {
+    out.dtype = DType::Bool;
+    out.lo = {0};
+    out.hi = {1};
+    out.may_be_nan = false;
+  }
+  return Status::ok();
+}
+}  // namespace
+
 void register_logic_ops(OpRegistry& r) {
-  r.add(OpDef{"Equal", "", equal_forward});
-  r.add(OpDef{"Less", "", less_forward});
-  r.add(OpDef{"LessOrEqual", "", less_or_equal_forward});
-  r.add(OpDef{"Greater", "", greater_forward});
-  r.add(OpDef{"GreaterOrEqual", "", greater_or_equal_forward});
-  r.add(OpDef{"And", "", and_forward});
-  r.add(OpDef{"Or", "", or_forward});
-  r.add(OpDef{"Xor", "", xor_forward});
-  r.add(OpDef{"Not", "", not_forward});
-  r.add(OpDef{"IsNaN", "", is_nan_forward});
-  r.add(OpDef{"IsInf", "", is_inf_forward});
-  r.add(OpDef{"Where", "", where_forward, where_backward, inputs_mask({1, 2})});
+  r.add(OpDef{"Equal", "", equal_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Less", "", less_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"LessOrEqual", "", less_or_equal_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Greater", "", greater_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"GreaterOrEqual", "", greater_or_equal_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"And", "", and_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Or", "", or_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Xor", "", xor_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Not", "", not_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"IsNaN", "", is_nan_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"IsInf", "", is_inf_forward, nullptr, 0, {}, boolean_bounds});
+  r.add(OpDef{"Where", "", where_forward, where_backward, inputs_mask({1, 2}), {}, bounds_select_by_index});
 }
 
 }  // namespace grist

@@ -481,10 +481,30 @@ Status dropout_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+namespace {
+// Interval transfer (grist scan). Training may be on whatever the node says (the hunt trains with it), so
+// y = x·m/(1 − ratio), m ∈ {0, 1}: y lies between 0 and x/(1 − ratio_hi). An unknown ratio input has the
+// range the scan assumed for it (RANUM's [0.1, 0.9] by default).
+Status dropout_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known) return bounds_unbounded(c);
+  double ratio_hi = c.node.opset < 12 ? c.node.attr_float("ratio", 0.5) : 0.5;
+  if (const IntervalTensor* r = c.input(1)) ratio_hi = r->hull().hi;
+  const double scale = ratio_hi >= 1 ? kInf : 1 / (1 - ratio_hi);
+  IntervalTensor& y = c.outputs[0];
+  y = *x;
+  y.exact.reset();
+  for (auto& v : y.lo) v = round_down_f32(std::min(0.0, v * scale));
+  for (auto& v : y.hi) v = round_up_f32(std::max(0.0, v * scale));
+  if (c.outputs.size() > 1) c.outputs[1] = IntervalTensor::filled(DType::Bool, x->shape, {0, 1});
+  return Status::ok();
+}
+}  // namespace
+
 void register_normalization_ops(OpRegistry& r) {
   r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2})});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2})});
-  r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0})});
+  r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds});
 }
 
 }  // namespace grist

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/bounds.h"
 #include "ops/hazard.h"
 #include "tensor/tensor.h"
 #include "util/rng.h"
@@ -69,8 +70,8 @@ struct OpDef {
   uint32_t differentiable_inputs = 0;
   // How the op can turn finite inputs into NaN/Inf, with the GRIST objective for each way (ops/hazard.h).
   std::span<const HazardSpec> hazards = {};
-  // Slot for the scan issue: the interval transfer (bounds).
-  const void* bounds = nullptr;
+  // The interval transfer (ops/bounds.h) `grist scan` propagates ranges with; null: outputs unbounded.
+  BoundsFn bounds = nullptr;
 };
 
 constexpr uint32_t inputs_mask(std::initializer_list<int> idx) {

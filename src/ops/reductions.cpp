@@ -432,10 +432,11 @@ Status arg_extremum_forward(ForwardContext& ctx) {
 
 }  // namespace
 
+
 void register_reduction_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
-  r.add(OpDef{"ReduceSum", "", reduce_forward<SumReduce>, local_reduce_backward<SumGrad>, data_only});
-  r.add(OpDef{"ReduceMean", "", reduce_forward<MeanReduce>, local_reduce_backward<MeanGrad>, data_only});
+  r.add(OpDef{"ReduceSum", "", reduce_forward<SumReduce>, local_reduce_backward<SumGrad>, data_only, {}, bounds_monotone_sum});
+  r.add(OpDef{"ReduceMean", "", reduce_forward<MeanReduce>, local_reduce_backward<MeanGrad>, data_only, {}, bounds_monotone_sum});
   r.add(OpDef{"ReduceSumSquare", "", reduce_forward<SumSquareReduce>, local_reduce_backward<SumSquareGrad>,
               data_only});
   r.add(OpDef{"ReduceL1", "", reduce_forward<L1Reduce>, local_reduce_backward<L1Grad>, data_only});
@@ -443,8 +444,8 @@ void register_reduction_ops(OpRegistry& r) {
   r.add(OpDef{"ReduceLogSum", "", reduce_forward<LogSumReduce>, logsum_backward, data_only});
   r.add(OpDef{"ReduceLogSumExp", "", logsumexp_forward, local_reduce_backward<LogSumExpGrad>, data_only});
   r.add(OpDef{"ReduceProd", "", reduce_forward<ProdReduce>, prod_backward, data_only});
-  r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only});
-  r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only});
+  r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select});
   r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0});
   r.add(OpDef{"ArgMin", "", arg_extremum_forward<false>, nullptr, 0});
 }

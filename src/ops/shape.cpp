@@ -858,24 +858,50 @@ constexpr HazardSpec kRangeHazards[] = {
     {2, Failure::RangeZeroDelta, Objective::MinAbs, "delta = 0", "check the step is non-zero before Range / arange"}};
 }  // namespace
 
+namespace {
+// Interval transfers (grist scan): moving elements is monotone and exact; Shape is exact whenever the
+// input's shape is known, whatever its values.
+Status shape_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known) return bounds_unbounded(c);
+  Tensor placeholder = lower_tensor(*x);
+  const Tensor* in[] = {&placeholder};
+  std::vector<Tensor> out;
+  if (!run_kernel(c.node, c.def, in, out)) return bounds_unbounded(c);
+  c.outputs[0] = IntervalTensor::of_exact(std::move(out[0]));
+  return Status::ok();
+}
+// Casting rounds or truncates monotonically, except to bool (x ≠ 0).
+Status cast_bounds(BoundsContext& c) {
+  if (c.node.attr_int("to", 0) != static_cast<int64_t>(DType::Bool)) return bounds_select(c);
+  GRIST_TRY(bounds_unbounded(c));
+  for (IntervalTensor& out : c.outputs) {
+    out.lo = {0};
+    out.hi = {1};
+    out.may_be_nan = false;
+  }
+  return Status::ok();
+}
+}  // namespace
+
 void register_shape_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
-  r.add(OpDef{"Reshape", "", reshape_forward, reshape_like_backward, data_only});
-  r.add(OpDef{"Flatten", "", flatten_forward, reshape_like_backward, data_only});
-  r.add(OpDef{"Squeeze", "", squeeze_forward, reshape_like_backward, data_only});
-  r.add(OpDef{"Unsqueeze", "", unsqueeze_forward, reshape_like_backward, data_only});
-  r.add(OpDef{"Transpose", "", view_forward<transpose_view>, view_assign_backward<transpose_view>, data_only});
-  r.add(OpDef{"Slice", "", view_forward<slice_view>, view_assign_backward<slice_view>, data_only});
-  r.add(OpDef{"Expand", "", view_forward<expand_view>, expand_backward, data_only});
-  r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only});
-  r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs});
+  r.add(OpDef{"Reshape", "", reshape_forward, reshape_like_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Flatten", "", flatten_forward, reshape_like_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Squeeze", "", squeeze_forward, reshape_like_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Unsqueeze", "", unsqueeze_forward, reshape_like_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Transpose", "", view_forward<transpose_view>, view_assign_backward<transpose_view>, data_only, {}, bounds_select});
+  r.add(OpDef{"Slice", "", view_forward<slice_view>, view_assign_backward<slice_view>, data_only, {}, bounds_select});
+  r.add(OpDef{"Expand", "", view_forward<expand_view>, expand_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select});
+  r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select});
   r.add(OpDef{"Split", "", split_forward, split_backward, data_only});
-  r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only});
-  r.add(OpDef{"Shape", "", shape_forward, nullptr, 0});
+  r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"Shape", "", shape_forward, nullptr, 0, {}, shape_bounds});
   r.add(OpDef{"Size", "", size_forward, nullptr, 0});
   r.add(OpDef{"Constant", "", constant_forward, nullptr, 0});
   r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
-  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only});
+  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds});
   r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
 }

@@ -402,10 +402,121 @@ constexpr HazardSpec kLossHazards[] = {
 
 }  // namespace
 
+namespace {
+// ---- interval transfers (grist scan) ----
+// Softmax over a group: y_k = 1/(1 + Σ_{j≠k} exp(x_j − x_k)), smallest with x_k at its lower bound and the
+// others at their upper ones; log-softmax is minus the log of the same denominator. Float32 errors: the
+// kernel's x_j − max carries a relative error u, i.e. exp(spread·u) on y, plus u per term of the sum;
+// results under FLT_MIN may flush to 0 (round_down_f32).
+Interval softmax_of(const std::vector<Interval>& g, size_t k, bool log_form, double n) {
+  double lse_lo = 0, lse_hi = 0;  // log(1 + Σ exp(...)) for the upper and lower bound of y_k
+  auto lse = [&](bool worst) {
+    double m = 0;
+    for (size_t j = 0; j < g.size(); ++j)
+      if (j != k) m = std::max(m, worst ? g[j].hi - g[k].lo : g[j].lo - g[k].hi);
+    double s = std::exp(-m);
+    for (size_t j = 0; j < g.size(); ++j)
+      if (j != k) s += std::exp((worst ? g[j].hi - g[k].lo : g[j].lo - g[k].hi) - m);
+    return m + std::log(s);
+  };
+  lse_hi = lse(true);
+  lse_lo = lse(false);
+  double spread = 0;
+  for (const Interval& i : g) spread = std::max(spread, i.hi);
+  double low = kInf;
+  for (const Interval& i : g) low = std::min(low, i.lo);
+  spread -= low;
+  if (log_form) {
+    const double err = 0x1.0p-20 * (spread + std::log(n) + 2);
+    return widen_f32({-lse_hi - err, -lse_lo + err});
+  }
+  const double rel = 0x1.0p-22 * (n + 4 + spread);
+  return {round_down_f32(std::exp(-lse_hi) * (1 - rel)), std::min(1.0, round_up_f32(std::exp(-lse_lo) * (1 + rel)))};
+}
+
+template <bool kLog>
+Status softmax_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known) return bounds_unbounded(c);
+  IntervalTensor& y = c.outputs[0];
+  const int rank = x->shape.rank();
+  if (!x->bounded() || rank == 0) {
+    y = IntervalTensor::unbounded(x->dtype, x->shape);
+    if (!kLog && x->bounded()) y.lo = {1}, y.hi = {1}, y.may_be_nan = false;
+    else if (!kLog) y.lo = {0}, y.hi = {1};
+    return Status::ok();
+  }
+  const int axis = normalize_axis(c.node.attr_int("axis", c.node.opset >= 13 ? -1 : 1), rank);
+  GRIST_CHECK(axis >= 0, "{}: axis out of range", c.node.name);
+  // Opset < 13 flattens to 2-D at axis; 13+ works along one axis.
+  const int64_t outer = x->shape.numel(0, axis);
+  const int64_t len = c.node.opset >= 13 ? x->shape[axis] : x->shape.numel(axis, rank);
+  const int64_t inner = c.node.opset >= 13 ? x->shape.numel(axis + 1, rank) : 1;
+  y = IntervalTensor::filled(x->dtype, x->shape, {});
+  if (x->smashed() || len > 256) {
+    std::vector<Interval> g(static_cast<size_t>(std::min<int64_t>(len, 2)), x->hull());
+    if (len > 2) {
+      // n equal groups: the (len − 1) others all sit at the same bound, so scale one representative.
+      Interval h = x->hull();
+      const double others = std::log(static_cast<double>(len - 1));
+      g = {h, {h.lo + others, h.hi + others}};
+    }
+    Interval r = softmax_of(g, 0, kLog, static_cast<double>(len));
+    y.lo = {r.lo};
+    y.hi = {r.hi};
+    return Status::ok();
+  }
+  y.lo.assign(static_cast<size_t>(x->numel()), 0);
+  y.hi.assign(static_cast<size_t>(x->numel()), 0);
+  std::vector<Interval> g(static_cast<size_t>(len));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t k) { return (o * len + k) * inner + i; };
+      for (int64_t k = 0; k < len; ++k) g[static_cast<size_t>(k)] = x->at(at(k));
+      for (int64_t k = 0; k < len; ++k) {
+        Interval r = softmax_of(g, static_cast<size_t>(k), kLog, static_cast<double>(len));
+        y.lo[static_cast<size_t>(at(k))] = r.lo;
+        y.hi[static_cast<size_t>(at(k))] = r.hi;
+      }
+    }
+  return Status::ok();
+}
+
+// NLL: −x[target]·w[target] per element; the mean divides by the total weight, so with positive weights it
+// is a weighted average of those terms; zero or negative weights, or all targets ignorable, leave it open.
+Status nll_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* t = c.input(1);
+  const IntervalTensor* w = c.input(2);
+  if (!x || !t || !t->shape_known) return bounds_unbounded(c);
+  const std::string reduction = c.node.attr_string("reduction", "mean");
+  Interval nx = x->hull();
+  nx = {-nx.hi, -nx.lo};
+  Interval wh = w ? w->hull() : Interval{1, 1};
+  bool nan = x->may_be_nan || (w && w->may_be_nan);
+  Interval term = interval_mul(nx, wh, nan);
+  const bool ignorable = c.node.has_attr("ignore_index") && t->hull().contains(double(c.node.attr_int("ignore_index", 0)));
+  if (ignorable || reduction != "mean") term = {std::min(term.lo, 0.0), std::max(term.hi, 0.0)};
+  const double count = static_cast<double>(t->numel());
+  Interval r = term;
+  if (reduction == "sum") {
+    r = {term.lo * count, term.hi * count};
+  } else if (reduction == "mean" && (wh.lo <= 0 || ignorable)) {
+    r = {};
+    nan = true;
+  }
+  const double err = gamma_f32(t->numel() + 2) * std::max(std::fabs(r.lo), std::fabs(r.hi));
+  IntervalTensor& y = c.outputs[0];
+  y = IntervalTensor::filled(x->dtype, reduction == "none" ? t->shape : Shape{}, widen_f32({r.lo - err, r.hi + err}));
+  y.may_be_nan = nan || !std::isfinite(r.lo) || !std::isfinite(r.hi);
+  return Status::ok();
+}
+}  // namespace
+
 void register_softmax_and_loss_ops(OpRegistry& r) {
-  r.add(OpDef{"Softmax", "", softmax_forward<false>, softmax_backward<false>, inputs_mask({0})});
-  r.add(OpDef{"LogSoftmax", "", softmax_forward<true>, softmax_backward<true>, inputs_mask({0}), kLogSoftmaxHazards});
-  r.add(OpDef{"NegativeLogLikelihoodLoss", "", nll_forward, nll_backward, inputs_mask({0}), kLossHazards});
+  r.add(OpDef{"Softmax", "", softmax_forward<false>, softmax_backward<false>, inputs_mask({0}), {}, softmax_bounds<false>});
+  r.add(OpDef{"LogSoftmax", "", softmax_forward<true>, softmax_backward<true>, inputs_mask({0}), kLogSoftmaxHazards, softmax_bounds<true>});
+  r.add(OpDef{"NegativeLogLikelihoodLoss", "", nll_forward, nll_backward, inputs_mask({0}), kLossHazards, nll_bounds});
   r.add(OpDef{"SoftmaxCrossEntropyLoss", "", sce_forward, sce_backward, inputs_mask({0}), kLossHazards});
 }
 

@@ -33,7 +33,9 @@ void expect_matches_pytorch(const Case& c) {
   auto ex = Executor::create(*g, opts);
   ASSERT_TRUE(ex.is_ok()) << ex.message();
   for (const auto& [key, t] : *expected)
-    if (key.rfind("input:", 0) == 0) ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << key;
+    if (key.rfind("input:", 0) == 0) {
+      ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << key;
+    }
   auto st = ex->forward();
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_FALSE(ex->forward_event().found) << ex->forward_event().describe();

@@ -73,7 +73,9 @@ TEST(Softmax, BeforeOpset13TheAxisFlattensTheInputTo2D) {
   auto y = run_node(op_node("Softmax", {{"axis", attr_int(0)}}, 11), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
   EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 2}, {0.25f, 0.25f, 0.25f, 0.25f}), y[0]));
   // The default axis is 1 there: [2, 3, 2] → [2, 6].
-  auto z = run_node(op_node("Softmax", {}, 11), {Tensor(DType::Float32, Shape{2, 3, 2})});
+  Tensor zeros;
+  zeros.resize_zero(DType::Float32, Shape{2, 3, 2});
+  auto z = run_node(op_node("Softmax", {}, 11), {zeros});
   for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(z[0].data<float>()[i], 1.0f / 6);
 }
 

@@ -34,7 +34,9 @@ TEST(ZooReference, ExportedModelsMatchPyTorchOnTheirExampleData) {
     auto ex = Executor::create(*g, opts);
     ASSERT_TRUE(ex.is_ok()) << id << ": " << ex.message();
     for (const auto& [key, t] : *arrays)
-      if (key.rfind("input:", 0) == 0) ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << id << " " << key;
+      if (key.rfind("input:", 0) == 0) {
+        ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << id << " " << key;
+      }
     auto st = ex->forward();
     ASSERT_TRUE(st.is_ok()) << id << ": " << st.message();
     for (const auto& [key, t] : *arrays) {

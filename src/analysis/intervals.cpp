@@ -1,0 +1,218 @@
+#include "analysis/intervals.h"
+
+#include <algorithm>
+#include <cfloat>
+
+#include "data/load.h"
+#include "ops/registry.h"
+
+namespace grist {
+
+namespace {
+
+// RANUM's defaults (PEERS.md).
+constexpr Interval kDefaultInput{-50, 50};
+constexpr Interval kDefaultInteger{0, 20};
+constexpr Interval kDefaultDropoutRatio{0.1, 0.9};
+constexpr Interval kZeroWeight{-10, 10};
+
+bool is_random_op(std::string_view t) {
+  return t == "Dropout" || t == "RandomNormal" || t == "RandomUniform" || t == "RandomNormalLike" ||
+         t == "RandomUniformLike" || t == "Bernoulli" || t == "Multinomial";
+}
+
+Interval tensor_hull(const Tensor& t) {
+  Interval h{kInf, -kInf};
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.get_as_double(i);
+    if (std::isnan(v)) continue;
+    h = {std::min(h.lo, v), std::max(h.hi, v)};
+  }
+  return h;
+}
+
+Interval scaled(Interval r, double scale) {
+  Interval s{r.lo * scale, r.hi * scale};
+  return {std::min(s.lo, s.hi), std::max(s.lo, s.hi)};
+}
+
+// The range a manifest entry allows the hunt to put into the input, and why.
+Result<std::pair<Interval, std::string>> manifest_range(const InputSpec& in) {
+  if (in.range == ClipRange::Explicit) return std::pair{Interval{in.lo, in.hi}, std::string("manifest range")};
+  if (in.one_hot > 0) return std::pair{Interval{0, 1}, std::string("one-hot labels")};
+  Interval src{};
+  std::string why;
+  if (in.source == "values") {
+    src = scaled(tensor_hull(in.values), in.scale);
+    why = "manifest values";
+  } else if (in.source == "uniform") {
+    src = scaled({in.uniform_lo, in.uniform_hi}, in.scale);
+    why = "manifest uniform source";
+  } else if (in.source == "fashion-mnist") {
+    const bool labels = in.file.find("labels") != std::string::npos;
+    src = labels ? Interval{0, 9} : scaled({0, 255}, in.scale);
+    why = labels ? "Fashion-MNIST labels" : "Fashion-MNIST pixels × scale";
+  } else if (in.source == "npz" || in.source == "npy") {
+    auto loaded = load_tensors(in.file);
+    if (!loaded) return loaded.error();
+    const Tensor* t = nullptr;
+    for (auto& [name, tensor] : *loaded)
+      if (in.source == "npy" || name == in.key) t = &tensor;
+    GRIST_CHECK(t != nullptr, "{}: no array '{}'", in.file, in.key);
+    src = scaled(tensor_hull(*t), in.scale);
+    why = "hull of the data file × scale";
+  } else {
+    return std::pair{kDefaultInput, std::string("normal source: RANUM default for inputs")};
+  }
+  // Data the hunt may step freely (range "none") can leave the source's hull.
+  if (in.role == InputRole::Data && in.range == ClipRange::None)
+    return std::pair{Interval{std::min(src.lo, kDefaultInput.lo), std::max(src.hi, kDefaultInput.hi)},
+                     why + " ∪ RANUM default (range = none: the hunt is unclipped)"};
+  return std::pair{src, why};
+}
+
+Shape declared_shape(const Value& v, int64_t batch, bool& known) {
+  known = v.shape.has_value();
+  Shape s;
+  if (!known) return s;
+  for (const Dim& d : *v.shape) s.push_back(d.known() ? d.size : batch);
+  return s;
+}
+
+bool feeds_dropout_ratio(const Graph& g, ValueId id) {
+  for (int32_t n : g.value(id).consumers) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    if (node.op_type == "Dropout" && node.inputs.size() > 1 && node.inputs[1] == id) return true;
+  }
+  return false;
+}
+
+bool weights_train(const IntervalOptions& o, const std::string& name) {
+  if (!o.manifest) return true;  // no manifest: RANUM's assumption that weights move
+  const TrainSpec& t = o.manifest->train;
+  if (!t.enabled) return false;
+  return t.all_params || std::find(t.params.begin(), t.params.end(), name) != t.params.end();
+}
+
+}  // namespace
+
+Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions& o) {
+  IntervalAnalysis a;
+  a.values.assign(g.values.size(), IntervalTensor::unknown(DType::Undefined));
+  const int64_t batch = o.batch > 0 ? o.batch : (o.manifest && o.manifest->batch_size > 0 ? o.manifest->batch_size : 1);
+
+  for (ValueId id : g.inputs) {
+    const Value& v = g.value(id);
+    if (auto it = o.given.find(v.name); it != o.given.end()) {
+      a.values[static_cast<size_t>(id)] = it->second;
+      continue;
+    }
+    bool known = false;
+    Shape shape = declared_shape(v, batch, known);
+    Interval range = is_float(v.dtype) ? kDefaultInput : kDefaultInteger;
+    std::string kind = "input", why = is_float(v.dtype) ? "RANUM default for inputs" : "RANUM default for integers";
+    if (v.dtype == DType::Bool) range = {0, 1}, why = "bool";
+    if (feeds_dropout_ratio(g, id)) range = kDefaultDropoutRatio, kind = "dropout ratio", why = "RANUM default";
+    if (o.manifest) {
+      if (auto it = o.manifest->inputs.find(v.name); it != o.manifest->inputs.end()) {
+        auto r = manifest_range(it->second);
+        if (!r) return r.error();
+        range = r->first;
+        why = r->second;
+        if (it->second.role == InputRole::Label) kind = "label";
+      }
+    }
+    IntervalTensor t = known ? IntervalTensor::filled(v.dtype, shape, range) : IntervalTensor::unknown(v.dtype);
+    t.lo = {range.lo};
+    t.hi = {range.hi};
+    t.may_be_nan = false;
+    t.snap_to_dtype();
+    a.values[static_cast<size_t>(id)] = std::move(t);
+    a.assumptions.push_back({v.name, kind, range, why});
+  }
+
+  for (ValueId id : g.initializers) {
+    const Value& v = g.value(id);
+    if (auto it = o.given.find(v.name); it != o.given.end()) {
+      a.values[static_cast<size_t>(id)] = it->second;
+      continue;
+    }
+    if (!v.initial) continue;
+    const Tensor& init = *v.initial;
+    // Integers (shapes, indices), scalars (eps, constants) and weights that never train are exact.
+    if (!is_float(init.dtype()) || init.numel() <= 1 || !weights_train(o, v.name)) {
+      a.values[static_cast<size_t>(id)] = IntervalTensor::of_exact(init);
+      continue;
+    }
+    Interval h = tensor_hull(init);
+    Interval range;
+    std::string why;
+    if (h.lo == 0 && h.hi == 0) {
+      range = kZeroWeight, why = "zero-initialised weight: RANUM default";
+    } else if (h.lo == h.hi) {
+      range = {h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}, why = "constant initial value widened by 100 %";
+    } else {
+      const double half = (h.hi - h.lo) / 2, mid = h.lo + half;
+      range = {mid - 2 * half, mid + 2 * half}, why = "span of initial values widened by 100 %";
+    }
+    a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), range);
+    a.assumptions.push_back({v.name, "weight", range, why});
+  }
+
+  const OpRegistry& reg = OpRegistry::global();
+  for (const Node& node : g.nodes) {
+    const OpDef* def = reg.find(node.op_type, node.domain);
+    std::vector<const IntervalTensor*> in(node.inputs.size(), nullptr);
+    bool all_exact = def && def->forward && !is_random_op(node.op_type);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (node.inputs[i] == kNoValue) continue;
+      in[i] = &a.values[static_cast<size_t>(node.inputs[i])];
+      all_exact = all_exact && in[i]->exact;
+    }
+    std::vector<IntervalTensor> out(node.outputs.size(), IntervalTensor::unknown(DType::Undefined));
+    bool done = false;
+    if (all_exact) {
+      // Constants and shape arithmetic: the kernel itself, so Reshape targets and indices stay exact.
+      std::vector<const Tensor*> tensors(in.size(), nullptr);
+      for (size_t i = 0; i < in.size(); ++i)
+        if (in[i]) tensors[i] = in[i]->exact.get();
+      std::vector<Tensor> results;
+      if (run_kernel(node, *def, tensors, results)) {
+        for (size_t k = 0; k < results.size(); ++k)
+          if (results[k].defined()) out[k] = IntervalTensor::of_exact(std::move(results[k]));
+        done = true;
+      }
+    }
+    if (!done && def) {
+      BoundsContext ctx{node, *def, in, out};
+      if (def->bounds) {
+        if (auto st = def->bounds(ctx); !st) return make_error("{} ({}): {}", node.name, node.op_type, st.message());
+      } else {
+        GRIST_TRY(bounds_unbounded(ctx));
+        a.unbounded_nodes.push_back(fmt::format("{} ({})", node.name, node.op_type));
+      }
+    } else if (!done) {
+      a.unbounded_nodes.push_back(fmt::format("{} ({})", node.name, node.op_type));
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (node.outputs[k] == kNoValue) continue;
+      IntervalTensor& t = out[k];
+      const DType declared = g.value(node.outputs[k]).dtype;
+      if (declared != DType::Undefined) t.dtype = declared;
+      if (t.lo.empty() && t.numel() != 0) t.lo = {-kInf}, t.hi = {kInf};
+      t.snap_to_dtype();
+      if (t.dtype == DType::Float32) {
+        // Beyond FLT_MAX a float32 result is ±inf.
+        for (auto& v : t.lo)
+          if (v < -FLT_MAX) v = -kInf;
+        for (auto& v : t.hi)
+          if (v > FLT_MAX) v = kInf;
+      }
+      t.smash_if_large();
+      a.values[static_cast<size_t>(node.outputs[k])] = std::move(t);
+    }
+  }
+  return a;
+}
+
+}  // namespace grist

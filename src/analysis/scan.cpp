@@ -1,0 +1,144 @@
+#include "analysis/scan.h"
+
+#include <cfloat>
+#include <chrono>
+
+namespace grist {
+
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::ProvedSafe: return "proved safe";
+    case Verdict::MayFail: return "may fail";
+    case Verdict::PropagatedOnly: return "propagated only";
+  }
+  return "?";
+}
+
+int ScanReport::count(Verdict v) const {
+  int n = 0;
+  for (const auto& h : verdicts) n += h.verdict == v;
+  return n;
+}
+
+namespace {
+
+// float32 exp overflows above this (the largest x with expf(x) finite).
+constexpr double kExpLimit = 88.72283935546875;
+
+bool all_whole(const IntervalTensor& t) {
+  if (!t.exact) return t.hull().lo == t.hull().hi && std::floor(t.hull().lo) == t.hull().lo;
+  for (int64_t i = 0; i < t.exact->numel(); ++i) {
+    double v = t.exact->get_as_double(i);
+    if (v != std::floor(v)) return false;
+  }
+  return true;
+}
+
+// Whether the operand's interval meets the failure's danger zone (the float32-exact conditions).
+bool meets_danger(const HazardSite& s, const Node& node, const std::vector<IntervalTensor>& values,
+                  std::string& danger) {
+  const IntervalTensor& v = values[static_cast<size_t>(s.operand_value)];
+  const Interval h = v.hull();
+  const bool nan = v.may_be_nan;
+  switch (s.failure) {
+    case Failure::LogOfNonPositive: danger = "≤ 0"; return nan || h.lo <= 0;
+    case Failure::DivisionByZero: danger = "∋ 0"; return nan || h.contains(0);
+    case Failure::SqrtOfNegative: danger = "< 0"; return nan || h.lo < 0;
+    case Failure::ExpOverflow: danger = "> 88.72"; return nan || h.hi > kExpLimit;
+    case Failure::PowZeroToNegative: {
+      danger = "∋ 0 with exponent < 0";
+      const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;
+      return nan || (h.contains(0) && (!e || e->may_be_nan || e->hull().lo < 0));
+    }
+    case Failure::PowNegativeToFraction: {
+      danger = "< 0 with a fractional exponent";
+      const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;
+      return nan || (h.lo < 0 && (!e || e->may_be_nan || !all_whole(*e)));
+    }
+    case Failure::LogSoftmaxSpread: danger = "spread > FLT_MAX"; return nan || !(h.hi - h.lo < FLT_MAX);
+    case Failure::LossZeroDenominator: {
+      danger = "total weight = 0";
+      const ValueId out = node.outputs.empty() ? kNoValue : node.outputs[0];
+      return nan || out == kNoValue || values[static_cast<size_t>(out)].may_be_nan;
+    }
+    case Failure::RangeZeroDelta: danger = "∋ 0"; return nan || h.contains(0);
+  }
+  return true;
+}
+
+bool inputs_bounded(const Node& node, const std::vector<IntervalTensor>& values) {
+  for (ValueId id : node.inputs)
+    if (id != kNoValue && !values[static_cast<size_t>(id)].bounded()) return false;
+  return true;
+}
+
+bool float_outputs_bounded(const Node& node, const std::vector<IntervalTensor>& values) {
+  for (ValueId id : node.outputs) {
+    if (id == kNoValue) continue;
+    const IntervalTensor& t = values[static_cast<size_t>(id)];
+    if ((is_float(t.dtype) || t.dtype == DType::Undefined) && !t.bounded()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  IntervalOptions io;
+  io.manifest = options.manifest;
+  io.batch = options.batch;
+  io.given = options.given;
+  auto analysis = analyze_intervals(g, io);
+  if (!analysis) return analysis.error();
+  const std::vector<IntervalTensor>& values = analysis->values;
+
+  ScanReport report;
+  report.assumptions = std::move(analysis->assumptions);
+  report.unbounded_nodes = std::move(analysis->unbounded_nodes);
+  std::vector<HazardSite> sites = find_hazards(g);
+
+  // Taint: which may-fail sites each value's openness can come from, walked in execution order.
+  std::vector<std::vector<int>> taint(g.values.size());
+  size_t next = 0;
+  for (int32_t n = 0; n < static_cast<int32_t>(g.nodes.size()); ++n) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    std::vector<int> inherited;
+    for (ValueId id : node.inputs)
+      if (id != kNoValue)
+        for (int s : taint[static_cast<size_t>(id)])
+          if (std::find(inherited.begin(), inherited.end(), s) == inherited.end()) inherited.push_back(s);
+    std::vector<int> produced;
+    for (; next < sites.size() && sites[next].node == n; ++next) {
+      HazardVerdict v;
+      v.site = sites[next];
+      const IntervalTensor& operand = values[static_cast<size_t>(v.site.operand_value)];
+      v.operand = operand.hull();
+      v.operand_may_be_nan = operand.may_be_nan;
+      bool meets = meets_danger(v.site, node, values, v.danger);
+      // A finite operand can still overflow the op (a tiny divisor): an open output from bounded inputs.
+      if (!meets && inputs_bounded(node, values) && !float_outputs_bounded(node, values)) {
+        meets = true;
+        v.danger += " (or the result overflows)";
+      }
+      const std::vector<int>& from = taint[static_cast<size_t>(v.site.operand_value)];
+      if (!meets) {
+        v.verdict = Verdict::ProvedSafe;
+      } else if (!from.empty() && !operand.bounded()) {
+        v.verdict = Verdict::PropagatedOnly;
+        v.upstream = from;
+      } else {
+        v.verdict = Verdict::MayFail;
+        produced.push_back(v.site.id);
+      }
+      report.verdicts.push_back(std::move(v));
+    }
+    inherited.insert(inherited.end(), produced.begin(), produced.end());
+    for (ValueId id : node.outputs)
+      if (id != kNoValue) taint[static_cast<size_t>(id)] = inherited;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace grist

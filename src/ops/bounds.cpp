@@ -1,0 +1,451 @@
+#include "ops/bounds.h"
+
+#include <algorithm>
+#include <cfloat>
+
+#include "ops/kernel_util.h"
+#include "ops/op.h"
+
+namespace grist {
+
+// A positive result below FLT_MIN may be flushed to zero (FTZ, as TensorFlow runs): zero is its bound.
+double round_down_f32(double v) {
+  if (std::isnan(v)) return -kInf;
+  if (v == -kInf) return -kInf;
+  if (v > 0 && v < FLT_MIN) return 0.0;
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) > v) f = std::nextafterf(f, -INFINITY);
+  f = std::nextafterf(f, -INFINITY);  // the one-ulp margin of the rule
+  return static_cast<double>(f);
+}
+
+double round_up_f32(double v) {
+  if (std::isnan(v)) return kInf;
+  if (v == kInf) return kInf;
+  if (v < 0 && v > -FLT_MIN) return 0.0;
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) < v) f = std::nextafterf(f, INFINITY);
+  f = std::nextafterf(f, INFINITY);
+  return static_cast<double>(f);
+}
+
+double gamma_f32(int64_t n) {
+  const double nu = static_cast<double>(std::max<int64_t>(n, 1)) * 0x1.0p-24;
+  return nu >= 1 ? kInf : nu / (1 - nu);
+}
+
+Interval IntervalTensor::hull() const {
+  Interval h{kInf, -kInf};
+  for (double v : lo) h.lo = std::min(h.lo, v);
+  for (double v : hi) h.hi = std::max(h.hi, v);
+  return h;
+}
+
+bool IntervalTensor::bounded() const {
+  if (may_be_nan) return false;
+  Interval h = hull();
+  return lo.empty() || h.finite();
+}
+
+IntervalTensor IntervalTensor::unknown(DType dtype) {
+  IntervalTensor t;
+  t.dtype = dtype;
+  t.lo = {-kInf};
+  t.hi = {kInf};
+  t.may_be_nan = is_float(dtype) || dtype == DType::Undefined;
+  return t;
+}
+
+IntervalTensor IntervalTensor::unbounded(DType dtype, const Shape& shape) {
+  IntervalTensor t = unknown(dtype);
+  t.shape = shape;
+  t.shape_known = true;
+  return t;
+}
+
+IntervalTensor IntervalTensor::filled(DType dtype, const Shape& shape, Interval range) {
+  IntervalTensor t;
+  t.dtype = dtype;
+  t.shape = shape;
+  t.shape_known = true;
+  t.lo = {range.lo};
+  t.hi = {range.hi};
+  return t;
+}
+
+IntervalTensor IntervalTensor::of_exact(Tensor value) {
+  IntervalTensor t;
+  t.dtype = value.dtype();
+  t.shape = value.shape();
+  t.shape_known = true;
+  const int64_t n = value.numel();
+  if (n <= kElementwiseLimit) {
+    t.lo.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      double v = value.get_as_double(i);
+      if (std::isnan(v)) {
+        t.may_be_nan = true;
+        t.lo[static_cast<size_t>(i)] = kInf;  // a NaN element has no value bounds; [inf, -inf] is empty
+      } else {
+        t.lo[static_cast<size_t>(i)] = v;
+      }
+    }
+    t.hi = t.lo;
+    for (int64_t i = 0; i < n; ++i)
+      if (std::isnan(value.get_as_double(i))) t.hi[static_cast<size_t>(i)] = -kInf;
+  } else {
+    Interval h{kInf, -kInf};
+    for (int64_t i = 0; i < n; ++i) {
+      double v = value.get_as_double(i);
+      if (std::isnan(v)) {
+        t.may_be_nan = true;
+        continue;
+      }
+      h.lo = std::min(h.lo, v);
+      h.hi = std::max(h.hi, v);
+    }
+    t.lo = {h.lo};
+    t.hi = {h.hi};
+  }
+  t.exact = std::make_shared<const Tensor>(std::move(value));
+  return t;
+}
+
+void IntervalTensor::smash_if_large() {
+  if (lo.size() <= 1 || numel() <= kElementwiseLimit) return;
+  Interval h = hull();
+  lo = {h.lo};
+  hi = {h.hi};
+}
+
+void IntervalTensor::snap_to_dtype() {
+  if (dtype == DType::Bool) {
+    for (auto& v : lo) v = std::max(v, 0.0);
+    for (auto& v : hi) v = std::min(v, 1.0);
+  }
+  if (!is_integer(dtype) && dtype != DType::Bool) return;
+  for (auto& v : lo) v = std::ceil(v);
+  for (auto& v : hi) v = std::floor(v);
+  may_be_nan = false;
+}
+
+// ---- concrete kernel runs ---------------------------------------------------------------------------
+
+Status run_kernel(const Node& node, const OpDef& def, std::span<const Tensor* const> inputs,
+                  std::vector<Tensor>& outputs) {
+  GRIST_CHECK(def.forward != nullptr, "{}: no kernel", node.op_type);
+  outputs.assign(node.outputs.size(), Tensor());
+  std::vector<Tensor*> out_ptrs(node.outputs.size(), nullptr);
+  for (size_t i = 0; i < node.outputs.size(); ++i)
+    if (node.outputs[i] != kNoValue) out_ptrs[i] = &outputs[i];
+  NodeState state;
+  Rng rng(0);
+  ForwardContext fc{node, inputs, out_ptrs, state, rng, false};  // dropout as identity: transfers add the rest
+  return def.forward(fc);
+}
+
+namespace {
+
+Tensor bound_tensor(const IntervalTensor& t, bool upper) {
+  const DType dt = is_float(t.dtype) || t.dtype == DType::Undefined ? DType::Float64 : t.dtype;
+  Tensor out(dt, t.shape);
+  const int64_t n = t.numel();
+  dispatch_all(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* p = out.data<T>();
+    for (int64_t i = 0; i < n; ++i) {
+      double v = upper ? t.hi_at(i) : t.lo_at(i);
+      if constexpr (std::is_floating_point_v<T>) {
+        p[i] = static_cast<T>(v);
+      } else if constexpr (std::is_same_v<T, bool>) {
+        p[i] = v > 0;
+      } else {
+        const double lim_lo = static_cast<double>(std::numeric_limits<T>::lowest());
+        const double lim_hi = static_cast<double>(std::numeric_limits<T>::max());
+        p[i] = static_cast<T>(std::clamp(upper ? std::ceil(v) : std::floor(v), lim_lo, lim_hi));
+      }
+    }
+  });
+  return out;
+}
+
+template <class F>
+Tensor map_to_f64(const IntervalTensor& t, F&& f) {
+  Tensor out(DType::Float64, t.shape);
+  double* p = out.data<double>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = f(t.at(i));
+  return out;
+}
+
+bool is_data_input(uint32_t mask, size_t i) { return i < 32 && (mask >> i) & 1u; }
+
+void fill_from(IntervalTensor& out, const Tensor& lo_t, const Tensor& hi_t, bool increasing) {
+  out.dtype = lo_t.dtype();
+  out.shape = lo_t.shape();
+  out.shape_known = true;
+  const int64_t n = lo_t.numel();
+  out.lo.resize(static_cast<size_t>(n));
+  out.hi.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    double a = lo_t.get_as_double(i), b = hi_t.numel() == n ? hi_t.get_as_double(i) : a;
+    if (!increasing) std::swap(a, b);
+    if (std::isnan(a)) {
+      a = -kInf;
+      out.may_be_nan = true;
+    }
+    if (std::isnan(b)) {
+      b = kInf;
+      out.may_be_nan = true;
+    }
+    out.lo[static_cast<size_t>(i)] = std::min(a, b);
+    out.hi[static_cast<size_t>(i)] = std::max(a, b);
+  }
+}
+
+Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t data_inputs, bool ranged_indices) {
+  const uint32_t mask = data_inputs ? data_inputs : c.def.differentiable_inputs;
+  const size_t n_in = c.inputs.size();
+  std::vector<Tensor> lo_store(n_in), hi_store(n_in);
+  std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
+  bool placeholder = false, nan_in = false;
+  Interval data_hull{kInf, -kInf};
+  for (size_t i = 0; i < n_in; ++i) {
+    const IntervalTensor* in = c.input(i);
+    if (!in) continue;
+    if (!in->shape_known) return bounds_unbounded(c);
+    if (is_data_input(mask, i) || (!in->exact && mask == 0)) {
+      lo_store[i] = bound_tensor(*in, false);
+      hi_store[i] = bound_tensor(*in, true);
+      nan_in |= in->may_be_nan;
+      Interval h = in->hull();
+      data_hull = {std::min(data_hull.lo, h.lo), std::max(data_hull.hi, h.hi)};
+      lo_in[i] = &lo_store[i];
+      hi_in[i] = &hi_store[i];
+    } else if (in->exact) {
+      lo_in[i] = hi_in[i] = in->exact.get();
+    } else if (!ranged_indices) {
+      return bounds_unbounded(c);
+    } else {
+      // An index/condition operand we only know by its range: any value of it gives the output's shape,
+      // and the output then only holds values of the data operands.
+      placeholder = true;
+      lo_store[i] = bound_tensor(*in, false);
+      lo_in[i] = hi_in[i] = &lo_store[i];
+    }
+  }
+  std::vector<Tensor> lo_out, hi_out;
+  if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out))
+    return bounds_unbounded(c);
+  for (size_t k = 0; k < c.outputs.size() && k < lo_out.size(); ++k) {
+    IntervalTensor& out = c.outputs[k];
+    if (!lo_out[k].defined()) continue;
+    fill_from(out, lo_out[k], hi_out[k], increasing);
+    out.may_be_nan |= nan_in;
+    if (placeholder) {
+      Interval h = out.hull();  // keeps constants the op inserts (Pad values)
+      h = {std::min(h.lo, data_hull.lo), std::max(h.hi, data_hull.hi)};
+      out.lo = {h.lo};
+      out.hi = {h.hi};
+    }
+    if (!exact) {
+      for (auto& v : out.lo) v = round_down_f32(v);
+      for (auto& v : out.hi) v = round_up_f32(v);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Tensor lower_tensor(const IntervalTensor& t) { return bound_tensor(t, false); }
+Tensor upper_tensor(const IntervalTensor& t) { return bound_tensor(t, true); }
+
+Status bounds_monotone(BoundsContext& c, bool exact, uint32_t data_inputs, bool ranged_indices) {
+  return monotone_impl(c, exact, true, data_inputs, ranged_indices);
+}
+Status bounds_antitone(BoundsContext& c, bool exact) { return monotone_impl(c, exact, false, 0, false); }
+
+Status bounds_monotone_sum(BoundsContext& c) {
+  GRIST_TRY(monotone_impl(c, true, true, 0, false));
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known || c.outputs.empty() || !c.outputs[0].shape_known) return Status::ok();
+  // γ_n·Σ|x| bounds the float32 summation error, whatever the order the kernel adds in.
+  Tensor abs_x = map_to_f64(*x, [](Interval i) { return std::max(std::fabs(i.lo), std::fabs(i.hi)); });
+  std::vector<const Tensor*> in(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (c.input(i) && c.input(i)->exact) in[i] = c.input(i)->exact.get();
+  in[0] = &abs_x;
+  std::vector<Tensor> abs_out;
+  if (!run_kernel(c.node, c.def, in, abs_out)) return bounds_unbounded(c);
+  IntervalTensor& out = c.outputs[0];
+  const int64_t terms = out.numel() > 0 ? std::max<int64_t>(1, x->numel() / out.numel()) : 1;
+  const double g = gamma_f32(terms);
+  for (size_t i = 0; i < out.lo.size(); ++i) {
+    const double err = g * abs_out[0].get_as_double(static_cast<int64_t>(i));
+    out.lo[i] = round_down_f32(out.lo[i] - err);
+    out.hi[i] = round_up_f32(out.hi[i] + err);
+  }
+  return Status::ok();
+}
+
+Status bounds_unary(BoundsContext& c, IntervalUnaryFn f) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x->dtype, x->shape, {});
+  out.lo.resize(x->lo.size());
+  out.hi.resize(x->lo.size());
+  bool nan = x->may_be_nan;
+  for (size_t i = 0; i < x->lo.size(); ++i) {
+    Interval r = f({x->lo[i], x->hi[i]}, nan);
+    out.lo[i] = r.lo;
+    out.hi[i] = r.hi;
+  }
+  out.may_be_nan = nan;
+  return Status::ok();
+}
+
+Status bounds_binary(BoundsContext& c, IntervalBinaryFn f) {
+  const IntervalTensor* a = c.input(0);
+  const IntervalTensor* b = c.input(1);
+  if (!a || !b || !a->shape_known || !b->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  Shape shape;
+  GRIST_CHECK(broadcast_shapes(a->shape, b->shape, shape), "{}: shapes {} and {} do not broadcast", c.node.name,
+              a->shape.str(), b->shape.str());
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(a->dtype, shape, {});
+  bool nan = a->may_be_nan || b->may_be_nan;
+  if ((a->smashed() && b->smashed()) || shape.numel() > kElementwiseLimit) {
+    Interval r = f(a->hull(), b->hull(), nan);
+    out.lo = {r.lo};
+    out.hi = {r.hi};
+  } else {
+    const int64_t n = shape.numel();
+    out.lo.assign(static_cast<size_t>(n), 0);
+    out.hi.assign(static_cast<size_t>(n), 0);
+    const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(a->shape, shape),
+                                                                      broadcast_strides(b->shape, shape)};
+    broadcast_loop<2>(shape, strides, [&](int64_t o, const std::array<int64_t, 2>& j) {
+      Interval r = f(a->at(j[0]), b->at(j[1]), nan);
+      out.lo[static_cast<size_t>(o)] = r.lo;
+      out.hi[static_cast<size_t>(o)] = r.hi;
+    });
+  }
+  out.may_be_nan = nan;
+  return Status::ok();
+}
+
+Status bounds_bilinear(BoundsContext& c, int64_t terms) {
+  const IntervalTensor* a = c.input(0);
+  const IntervalTensor* b = c.input(1);
+  const IntervalTensor* bias = c.input(2);
+  if (!a || !b || !a->shape_known || !b->shape_known || (bias && !bias->shape_known)) return bounds_unbounded(c);
+  if (!a->bounded() || !b->bounded() || (bias && !bias->bounded())) return bounds_unbounded(c);
+  auto mid = [](Interval i) { return i.lo / 2 + i.hi / 2; };
+  auto rad = [&](Interval i) {
+    const double m = mid(i);
+    return std::nextafter(std::max(i.hi - m, m - i.lo), kInf);
+  };
+  auto absmax = [](Interval i) { return std::max(std::fabs(i.lo), std::fabs(i.hi)); };
+  Tensor a_m = map_to_f64(*a, mid), a_r = map_to_f64(*a, rad);
+  Tensor a_abs_m = map_to_f64(*a, [&](Interval i) { return std::fabs(mid(i)); });
+  Tensor a_abs = map_to_f64(*a, absmax);
+  Tensor b_m = map_to_f64(*b, mid), b_r = map_to_f64(*b, rad);
+  Tensor b_abs_m_plus_r = map_to_f64(*b, [&](Interval i) { return std::fabs(mid(i)) + rad(i); });
+  Tensor b_abs = map_to_f64(*b, absmax);
+  Tensor c_m, c_r, c_abs;
+  if (bias) {
+    c_m = map_to_f64(*bias, mid);
+    c_r = map_to_f64(*bias, rad);
+    c_abs = map_to_f64(*bias, absmax);
+  }
+  const Tensor* opt_c_m = bias ? &c_m : nullptr;
+  const Tensor* opt_c_r = bias ? &c_r : nullptr;
+  const Tensor* opt_c_abs = bias ? &c_abs : nullptr;
+  std::vector<Tensor> mid_out, r1_out, r2_out, abs_out;
+  auto run3 = [&](const Tensor* x, const Tensor* y, const Tensor* z, std::vector<Tensor>& out) {
+    std::vector<const Tensor*> in{x, y};
+    if (c.inputs.size() > 2) in.push_back(z);
+    return run_kernel(c.node, c.def, in, out);
+  };
+  if (!run3(&a_m, &b_m, opt_c_m, mid_out) || !run3(&a_abs_m, &b_r, opt_c_r, r1_out) ||
+      !run3(&a_r, &b_abs_m_plus_r, nullptr, r2_out) || !run3(&a_abs, &b_abs, opt_c_abs, abs_out))
+    return bounds_unbounded(c);
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(a->dtype, mid_out[0].shape(), {});
+  const int64_t n = mid_out[0].numel();
+  out.lo.resize(static_cast<size_t>(n));
+  out.hi.resize(static_cast<size_t>(n));
+  const double g = gamma_f32(terms + 1);
+  for (int64_t i = 0; i < n; ++i) {
+    const double m = mid_out[0].data<double>()[i];
+    const double r = r1_out[0].data<double>()[i] + r2_out[0].data<double>()[i] + g * abs_out[0].data<double>()[i];
+    out.lo[static_cast<size_t>(i)] = round_down_f32(m - r);
+    out.hi[static_cast<size_t>(i)] = round_up_f32(m + r);
+  }
+  return Status::ok();
+}
+
+Status bounds_unbounded(BoundsContext& c) {
+  // Try the kernel at the lower bounds for the output shapes only.
+  std::vector<Tensor> store(c.inputs.size());
+  std::vector<const Tensor*> in(c.inputs.size(), nullptr);
+  bool shapes_known = true;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const IntervalTensor* t = c.input(i);
+    if (!t) continue;
+    if (!t->shape_known) shapes_known = false;
+    if (t->exact) {
+      in[i] = t->exact.get();
+    } else if (t->shape_known) {
+      store[i] = bound_tensor(*t, false);
+      in[i] = &store[i];
+    }
+  }
+  std::vector<Tensor> out;
+  const bool ran = shapes_known && run_kernel(c.node, c.def, in, out).is_ok();
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const DType dt = ran && k < out.size() && out[k].defined() ? out[k].dtype() : DType::Undefined;
+    c.outputs[k] = ran && k < out.size() && out[k].defined() ? IntervalTensor::unbounded(dt, out[k].shape())
+                                                             : IntervalTensor::unknown(dt);
+  }
+  return Status::ok();
+}
+
+// ---- interval arithmetic ----------------------------------------------------------------------------
+
+namespace {
+Interval corners(double p, double q, double r, double s, bool& nan) {
+  if (std::isnan(p) || std::isnan(q) || std::isnan(r) || std::isnan(s)) {
+    nan = true;
+    return {};
+  }
+  return widen_f32({std::min({p, q, r, s}), std::max({p, q, r, s})});
+}
+}  // namespace
+
+Interval interval_add(Interval a, Interval b, bool& nan) {
+  const double lo = a.lo + b.lo, hi = a.hi + b.hi;
+  if (std::isnan(lo) || std::isnan(hi) || (std::isinf(a.lo) && std::isinf(b.hi) && a.lo != b.hi) ||
+      (std::isinf(a.hi) && std::isinf(b.lo) && a.hi != b.lo)) {
+    nan = true;
+    return {};
+  }
+  return widen_f32({lo, hi});
+}
+
+Interval interval_sub(Interval a, Interval b, bool& nan) { return interval_add(a, {-b.hi, -b.lo}, nan); }
+
+Interval interval_mul(Interval a, Interval b, bool& nan) {
+  return corners(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi, nan);
+}
+
+Interval interval_div(Interval a, Interval b, bool& nan) {
+  if (b.contains(0)) {
+    if (a.contains(0) || (b.lo == 0 && b.hi == 0)) nan = true;
+    return {};
+  }
+  return corners(a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi, nan);
+}
+
+}  // namespace grist

@@ -1,0 +1,128 @@
+// Interval bounds of tensors, and the interval transfer an op record carries (OpDef::bounds), so `grist scan`
+// can prove hazardous ops safe. The domain lives here, not in analysis/, because every op family writes
+// its transfer next to its kernel and ops must not depend on the analyses built on top of them.
+//
+// Soundness rule for float32 (docs/SCAN.md): bounds are doubles; a transfer whose result is not exact
+// (arithmetic, transcendental functions) rounds its bounds outward to float32 and then one float32 ulp
+// further, which covers the double computation, float32 rounding and a libm error of one ulp; sums add
+// the classic accumulation bound γ_n·Σ|terms| (γ_n = n·u/(1 − n·u), u = 2⁻²⁴) before that. Bounds beyond
+// the float32 range become ±inf. Selections and comparisons are exact and are not widened.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/graph.h"
+#include "tensor/tensor.h"
+#include "util/status.h"
+
+namespace grist {
+
+struct OpDef;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Tensors up to this many elements keep one interval per element; larger ones one for the whole tensor.
+constexpr int64_t kElementwiseLimit = 4096;
+
+struct Interval {
+  double lo = -kInf, hi = kInf;
+  bool contains(double v) const { return lo <= v && v <= hi; }
+  bool finite() const { return std::isfinite(lo) && std::isfinite(hi); }
+};
+
+// Outward rounding to float32 plus one ulp (see the rule above).
+double round_down_f32(double v);
+double round_up_f32(double v);
+inline Interval widen_f32(Interval i) { return {round_down_f32(i.lo), round_up_f32(i.hi)}; }
+// The float32 accumulation bound γ_n for a sum of n terms.
+double gamma_f32(int64_t n);
+
+struct IntervalTensor {
+  DType dtype = DType::Undefined;
+  Shape shape;
+  bool shape_known = false;
+  std::vector<double> lo, hi;  // one entry per element, or a single one for every element ("smashed")
+  bool may_be_nan = false;     // some element may be NaN (bounds then describe the non-NaN elements)
+  std::shared_ptr<const Tensor> exact;  // the concrete value, when every input it depends on is known
+
+  int64_t numel() const { return shape.numel(); }
+  bool smashed() const { return lo.size() == 1 && numel() != 1; }
+  double lo_at(int64_t i) const { return lo.size() == 1 ? lo[0] : lo[static_cast<size_t>(i)]; }
+  double hi_at(int64_t i) const { return hi.size() == 1 ? hi[0] : hi[static_cast<size_t>(i)]; }
+  Interval at(int64_t i) const { return {lo_at(i), hi_at(i)}; }
+  Interval hull() const;  // over every element; [+inf, −inf] for an empty tensor
+  bool bounded() const;   // finite bounds and no NaN
+
+  static IntervalTensor unknown(DType dtype);  // shape and values unknown
+  static IntervalTensor unbounded(DType dtype, const Shape& shape);
+  static IntervalTensor filled(DType dtype, const Shape& shape, Interval range);
+  static IntervalTensor of_exact(Tensor t);
+  // Element-wise bounds become one interval when the tensor is larger than kElementwiseLimit.
+  void smash_if_large();
+  // Integer and bool tensors hold whole values: bounds move inward to them.
+  void snap_to_dtype();
+};
+
+// What a transfer sees: the node, its op record, the input intervals (nullptr where an optional input
+// is omitted) and the outputs it fills (shape, dtype, bounds).
+struct BoundsContext {
+  const Node& node;
+  const OpDef& def;
+  std::span<const IntervalTensor* const> inputs;
+  std::span<IntervalTensor> outputs;
+
+  const IntervalTensor* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+};
+
+using BoundsFn = Status (*)(BoundsContext&);
+
+// Reusable transfers, named by the property of the op they rely on.
+
+// Ops non-decreasing in every data input (the op's differentiable inputs; the others must be exact, or
+// any value of their shape gives the output's shape): the op's own kernel run at the lower and at the
+// upper bounds gives the output bounds. Covers selections (Reshape, Gather, Concat, Slice, Pad, ...),
+// Max/Min/Relu/Clip/MaxPool and monotone functions. `exact`: the op only selects or compares, no
+// rounding to widen for.
+// `data_inputs`: a mask overriding the differentiable inputs. `ranged_indices`: a non-exact non-data
+// operand only picks elements (Gather indices, Where's condition), so the output lies in the data's hull;
+// otherwise (a shape, axes, pads) it must be exact or the output is unbounded.
+Status bounds_monotone(BoundsContext& c, bool exact, uint32_t data_inputs = 0, bool ranged_indices = false);
+// Same for ops non-increasing in their data inputs (Neg).
+Status bounds_antitone(BoundsContext& c, bool exact);
+// Exact monotone selections; and inexact monotone functions (exp, log, tanh, ...).
+inline Status bounds_select(BoundsContext& c) { return bounds_monotone(c, true); }
+inline Status bounds_select_by_index(BoundsContext& c) { return bounds_monotone(c, true, 0, true); }
+inline Status bounds_monotone_rounded(BoundsContext& c) { return bounds_monotone(c, false); }
+// Monotone sums (ReduceSum, ReduceMean): the kernel at the bounds, widened by γ_n·(the kernel on |x|).
+Status bounds_monotone_sum(BoundsContext& c);
+// A per-element function of two broadcast operands, given as an interval function that may flag NaN.
+using IntervalBinaryFn = Interval (*)(Interval a, Interval b, bool& may_be_nan);
+Status bounds_binary(BoundsContext& c, IntervalBinaryFn f);
+using IntervalUnaryFn = Interval (*)(Interval a, bool& may_be_nan);
+Status bounds_unary(BoundsContext& c, IntervalUnaryFn f);
+// Bilinear ops (MatMul, Gemm, Conv, ConvTranspose): inputs 0 and 1 multiplied, optional input 2 added.
+// Midpoint-radius form evaluated with the op's own kernel: mid = op(a_m, b_m, c_m), radius =
+// op(|a_m|, b_r, c_r) + op(a_r, |b_m| + b_r, 0), plus γ_n·op(|a|, |b|, |c|) for the float32 sums, where
+// n = `terms` (the longest dot product). Needs non-negative alpha/beta (checked by the caller).
+Status bounds_bilinear(BoundsContext& c, int64_t terms);
+// Inputs missing or unbounded: every output unbounded (shape from the kernel run at the bounds when it can).
+Status bounds_unbounded(BoundsContext& c);
+
+// Interval arithmetic used by several families (results rounded outward per the rule above).
+Interval interval_add(Interval a, Interval b, bool& nan);
+Interval interval_sub(Interval a, Interval b, bool& nan);
+Interval interval_mul(Interval a, Interval b, bool& nan);
+Interval interval_div(Interval a, Interval b, bool& nan);
+
+// Runs the op's forward kernel on concrete tensors (nullptr: omitted) into `outputs` (one per node output).
+Status run_kernel(const Node& node, const OpDef& def, std::span<const Tensor* const> inputs,
+                  std::vector<Tensor>& outputs);
+// A float64 (or, for integer and bool data, the tensor's own type) tensor holding the lower / upper bounds.
+Tensor lower_tensor(const IntervalTensor& t);
+Tensor upper_tensor(const IntervalTensor& t);
+
+}  // namespace grist

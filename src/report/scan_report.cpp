@@ -1,0 +1,117 @@
+#include "report/scan_report.h"
+
+#include <fmt/format.h>
+
+namespace grist {
+
+namespace {
+
+std::string interval_text(Interval i, bool nan) {
+  return fmt::format("[{:.6g}, {:.6g}]{}", i.lo, i.hi, nan ? " or NaN" : "");
+}
+
+nlohmann::json bound_json(double v) {
+  if (std::isfinite(v)) return v;
+  return v > 0 ? "inf" : "-inf";
+}
+
+}  // namespace
+
+std::string to_text(const ScanReport& r, const std::string& model) {
+  std::string s = fmt::format("grist scan {}: {} hazards: {} may fail, {} proved safe, {} propagated only ({:.1f} ms)\n",
+                              model, r.verdicts.size(), r.count(Verdict::MayFail), r.count(Verdict::ProvedSafe),
+                              r.count(Verdict::PropagatedOnly), r.seconds * 1e3);
+  for (const HazardVerdict& v : r.verdicts) {
+    s += fmt::format("  {:<16} {}: operand {}", verdict_name(v.verdict), v.site.label(),
+                     interval_text(v.operand, v.operand_may_be_nan));
+    if (v.verdict == Verdict::MayFail) s += fmt::format(" meets {}", v.danger);
+    if (v.verdict == Verdict::PropagatedOnly) {
+      std::vector<std::string> ids;
+      for (int id : v.upstream) ids.push_back(fmt::format("#{}", id));
+      s += fmt::format(" (open because of {})", fmt::join(ids, ", "));
+    }
+    s += "\n";
+    if (v.verdict == Verdict::MayFail && !v.site.fix_hint.empty()) s += fmt::format("{:19}fix: {}\n", "", v.site.fix_hint);
+  }
+  s += "assumed ranges (set them in a manifest's [inputs.NAME] range, or train only some weights):\n";
+  for (const RangeAssumption& a : r.assumptions)
+    s += fmt::format("  {:<13} {:<24} {} ({})\n", a.kind, a.name, interval_text(a.range, false), a.reason);
+  if (!r.unbounded_nodes.empty())
+    s += fmt::format("ops without an interval transfer (outputs unbounded): {}\n", fmt::join(r.unbounded_nodes, ", "));
+  return s;
+}
+
+nlohmann::json to_json(const ScanReport& r, const std::string& model) {
+  nlohmann::json j;
+  j["model"] = model;
+  j["seconds"] = r.seconds;
+  j["summary"] = {{"hazards", r.verdicts.size()},
+                  {"may_fail", r.count(Verdict::MayFail)},
+                  {"proved_safe", r.count(Verdict::ProvedSafe)},
+                  {"propagated_only", r.count(Verdict::PropagatedOnly)}};
+  nlohmann::json hz = nlohmann::json::array();
+  for (const HazardVerdict& v : r.verdicts) {
+    nlohmann::json h{{"id", v.site.id},
+                     {"node", v.site.node_name},
+                     {"op_type", v.site.op_type},
+                     {"failure", failure_name(v.site.failure)},
+                     {"condition", v.site.condition},
+                     {"verdict", verdict_name(v.verdict)},
+                     {"operand", {bound_json(v.operand.lo), bound_json(v.operand.hi)}},
+                     {"operand_may_be_nan", v.operand_may_be_nan},
+                     {"danger", v.danger},
+                     {"pattern", v.site.pattern},
+                     {"fix_hint", v.site.fix_hint}};
+    if (!v.upstream.empty()) h["upstream"] = v.upstream;
+    hz.push_back(std::move(h));
+  }
+  j["hazards"] = std::move(hz);
+  nlohmann::json as = nlohmann::json::array();
+  for (const RangeAssumption& a : r.assumptions)
+    as.push_back({{"name", a.name}, {"kind", a.kind}, {"range", {bound_json(a.range.lo), bound_json(a.range.hi)}},
+                  {"reason", a.reason}});
+  j["assumed_ranges"] = std::move(as);
+  j["unbounded_nodes"] = r.unbounded_nodes;
+  return j;
+}
+
+nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
+  // One rule per Failure kind that has a may-fail result, results pointing at the node as a logical location.
+  nlohmann::json rules = nlohmann::json::array();
+  std::vector<std::string> rule_ids;
+  nlohmann::json results = nlohmann::json::array();
+  for (const HazardVerdict& v : r.verdicts) {
+    if (v.verdict != Verdict::MayFail) continue;
+    const std::string id(failure_name(v.site.failure));
+    if (std::find(rule_ids.begin(), rule_ids.end(), id) == rule_ids.end()) {
+      rule_ids.push_back(id);
+      rules.push_back({{"id", id},
+                       {"name", id},
+                       {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
+                       {"help", {{"text", v.site.fix_hint}}}});
+    }
+    const std::string text = fmt::format("{}: operand {} meets {}. Fix: {}", v.site.label(),
+                                         interval_text(v.operand, v.operand_may_be_nan), v.danger, v.site.fix_hint);
+    nlohmann::json location{
+        {"physicalLocation", {{"artifactLocation", {{"uri", model}}}}},
+        {"logicalLocations",
+         nlohmann::json::array({{{"name", v.site.node_name},
+                                 {"fullyQualifiedName", fmt::format("{}/{}", model, v.site.node_name)},
+                                 {"kind", "function"}}})}};
+    results.push_back({{"ruleId", id},
+                       {"ruleIndex", std::find(rule_ids.begin(), rule_ids.end(), id) - rule_ids.begin()},
+                       {"level", "warning"},
+                       {"message", {{"text", text}}},
+                       {"locations", nlohmann::json::array({location})}});
+  }
+  nlohmann::json run{{"tool", {{"driver", {{"name", "grist"},
+                                           {"version", "0.1.0"},
+                                           {"informationUri", "https://github.com/grist/grist"},
+                                           {"rules", rules}}}}},
+                     {"results", results}};
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs", nlohmann::json::array({run})}};
+}
+
+}  // namespace grist
