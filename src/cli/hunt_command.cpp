@@ -34,6 +34,7 @@ struct HuntFlags {
   bool ftz = false;
   std::string out = "grist-witnesses";
   bool no_witness = false;
+  bool no_scan = false;
   bool json = false;
   bool quiet = false;
 };
@@ -138,6 +139,7 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   o.manifest = *manifest;
   o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
   o.all = f.all;
+  o.use_scan = !f.no_scan;
   o.process_start = process_start;
   ProgressLine line(!f.quiet && !f.json && isatty(fileno(stderr)));
   o.on_progress = [&line](const Progress& p) { line.show(p); };
@@ -208,6 +210,8 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
   cmd->add_option("--out", f->out, "folder for witness files (never overwritten)")->capture_default_str();
   cmd->add_flag("--no-witness", f->no_witness, "do not save witness files");
+  cmd->add_flag("--no-scan", f->no_scan,
+                "hunt every hazard in execution order, without the interval scan that skips proved-safe ones");
   cmd->add_flag("--json", f->json, "print the report as JSON");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress line");
   cmd->callback([f, &action] { action = [f] { return hunt_main(*f, process_start); }; });

@@ -80,10 +80,15 @@ std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
     if (w != c.witnesses.end())
       out += fmt::format("  witness: {}\n  replay: grist replay {}\n", w->second.npz, w->second.json);
   }
-  int triggered = 0;
-  for (const auto& o : r.outcomes) triggered += o.triggered;
-  out += fmt::format("\n{} of {} hunted hazard{} triggered in {:.2f} s\n", triggered, r.outcomes.size(),
-                     r.outcomes.size() == 1 ? "" : "s", r.seconds);
+  int triggered = 0, skipped = 0;
+  for (const auto& o : r.outcomes) {
+    triggered += o.triggered;
+    skipped += !o.skipped.empty();
+  }
+  const size_t hunted = r.outcomes.size() - static_cast<size_t>(skipped);
+  out += fmt::format("\n{} of {} hunted hazard{} triggered in {:.2f} s (interval scan {:.3f} s)", triggered, hunted,
+                     hunted == 1 ? "" : "s", r.seconds, r.scan_seconds);
+  out += skipped ? fmt::format("; {} not hunted\n", skipped) : "\n";
   return out;
 }
 
@@ -91,6 +96,7 @@ nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c
   nlohmann::json j;
   j["model"] = c.model;
   j["seconds"] = r.seconds;
+  j["scan_seconds"] = r.scan_seconds;
   j["hazards"] = nlohmann::json::array();
   for (const auto& s : r.hazards)
     j["hazards"].push_back({{"id", s.id},

@@ -102,7 +102,7 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       runs_done += o.runs - run - 1;
       break;
     }
-    double spent = 0;  // time to the trigger counts the hazards hunted before it
+    double spent = report->scan_seconds;  // time to the trigger counts the scan and the hazards before it
     for (const auto& out : report->outcomes) {
       spent += out.seconds;
       if (!out.triggered) continue;

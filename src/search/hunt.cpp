@@ -7,6 +7,7 @@
 #include <numeric>
 #include <optional>
 
+#include "analysis/scan.h"
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
@@ -361,6 +362,43 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
 
 }  // namespace
 
+namespace {
+
+// The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
+// an upstream failure; proved-safe ones come back as skipped outcomes. Without the scan: execution order.
+std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& o,
+                                             const std::vector<const HazardSite*>& targets, HuntReport& report) {
+  if (!o.use_scan) return targets;
+  const auto start = Clock::now();
+  ScanOptions so;
+  so.manifest = &o.manifest;
+  so.batch = o.batch_size;
+  auto scanned = scan(g, so);
+  report.scan_seconds = seconds_between(start, Clock::now());
+  if (!scanned) return targets;  // a model the analysis cannot bound is hunted whole
+  std::vector<const HazardSite*> may_fail, propagated;
+  for (const HazardSite* t : targets) {
+    const HazardVerdict* v = nullptr;
+    for (const auto& hv : scanned->verdicts)
+      if (hv.site.id == t->id) v = &hv;
+    if (!v || v->verdict == Verdict::MayFail) {
+      may_fail.push_back(t);
+    } else if (v->verdict == Verdict::PropagatedOnly) {
+      propagated.push_back(t);
+    } else {
+      HazardOutcome skipped;
+      skipped.site = *t;
+      skipped.skipped = fmt::format("proved safe by the interval scan: its operand stays in [{}, {}]",
+                                    v->operand.lo, v->operand.hi);
+      report.outcomes.push_back(std::move(skipped));
+    }
+  }
+  may_fail.insert(may_fail.end(), propagated.begin(), propagated.end());
+  return may_fail;
+}
+
+}  // namespace
+
 Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   HuntReport report;
   const auto start = Clock::now();
@@ -375,6 +413,7 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
       for (const auto& s : report.hazards) list += (list.empty() ? "" : ", ") + s.label();
       return list.empty() ? std::string("none") : list;
     }());
+  targets = order_by_scan(g, o, targets, report);
   // The time limit is shared: each hazard gets an equal part of what is left when its turn comes, so time
   // a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;

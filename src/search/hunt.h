@@ -38,6 +38,7 @@ struct HuntOptions {
   Manifest manifest;       // inputs, training, search settings
   int64_t batch_size = 1;
   bool all = false;        // go on after the first trigger
+  bool use_scan = true;    // skip hazards the interval scan proves safe; hunt may-fail ones first
   std::function<void(const Progress&)> on_progress;  // called about every 0.1 s
   std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
 };
@@ -71,7 +72,8 @@ struct HazardOutcome {
 struct HuntReport {
   std::vector<HazardSite> hazards;
   std::vector<HazardOutcome> outcomes;
-  double seconds = 0;
+  double seconds = 0;       // in all, the scan included
+  double scan_seconds = 0;  // of which the interval scan that ordered the hazards
 };
 
 Result<HuntReport> hunt(const Graph& g, const HuntOptions& options);
