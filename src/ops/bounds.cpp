@@ -183,6 +183,7 @@ void fill_from(IntervalTensor& out, const Tensor& lo_t, const Tensor& hi_t, bool
   out.dtype = lo_t.dtype();
   out.shape = lo_t.shape();
   out.shape_known = true;
+  out.may_be_nan = false;  // `out` may arrive as unknown(), which admits NaN; only NaN results set it
   const int64_t n = lo_t.numel();
   out.lo.resize(static_cast<size_t>(n));
   out.hi.resize(static_cast<size_t>(n));
@@ -202,8 +203,249 @@ void fill_from(IntervalTensor& out, const Tensor& lo_t, const Tensor& hi_t, bool
   }
 }
 
+// A float32 sum whose terms reach `partial` in magnitude may overflow in a partial sum, to +inf in one
+// and −inf in another (pairwise or blocked kernels): then any value and NaN. Otherwise ± err.
+void sum_widen(IntervalTensor& out, size_t i, double err, double partial) {
+  if (!(partial <= FLT_MAX)) {
+    out.lo[i] = -kInf;
+    out.hi[i] = kInf;
+    out.may_be_nan = true;
+    return;
+  }
+  out.lo[i] = round_down_f32(out.lo[i] - err);
+  out.hi[i] = round_up_f32(out.hi[i] + err);
+}
+
+// ---- fast paths for single-interval inputs ----------------------------------------------------------
+// A large tensor holds one interval for all its elements. Running the kernel at its bounds would build
+// two full-size tensors only to smash the result again; instead the value comes from 1-element kernel runs
+// (point-wise ops) or is the input's hull (selections), and the shape from the op's shape rule.
+
+bool is_pointwise(std::string_view t) {
+  static constexpr std::string_view kOps[] = {"Relu", "Sign", "Floor", "Ceil", "Round", "Identity", "Exp", "Log",
+                                              "Sigmoid", "Tanh", "Softplus", "Softsign", "Erf", "Neg", "Clip",
+                                              "Max", "Min", "Cast"};
+  return std::find(std::begin(kOps), std::end(kOps), t) != std::end(kOps);
+}
+
+std::vector<int64_t> exact_ints(const IntervalTensor* t) {
+  std::vector<int64_t> v;
+  if (t && t->exact)
+    for (int64_t i = 0; i < t->exact->numel(); ++i) v.push_back(static_cast<int64_t>(t->exact->get_as_double(i)));
+  return v;
+}
+
+// The output shape of a selection op from its input shapes and attributes; false where no rule applies here.
+bool selection_shape(const BoundsContext& c, Shape& out) {
+  const Node& n = c.node;
+  const std::string& t = n.op_type;
+  const Shape& x = c.input(0)->shape;
+  const int rank = x.rank();
+  auto axis_of = [&](int64_t a, int r) { return a < 0 ? a + r : a; };
+  if (t == "MaxPool" || t == "GlobalMaxPool") {
+    if (rank < 3 || c.outputs.size() > 1) return false;
+    out = Shape{x[0], x[1]};
+    if (t == "GlobalMaxPool") {
+      for (int d = 2; d < rank; ++d) out.push_back(1);
+      return true;
+    }
+    const int sp = rank - 2;
+    const auto k = n.attr_ints("kernel_shape");
+    const auto st = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
+    const auto dl = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+    const auto pd = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+    const std::string ap = n.attr_string("auto_pad", "NOTSET");
+    if (static_cast<int>(k.size()) != sp || (ap != "NOTSET" && ap != "VALID") || n.attr_int("storage_order", 0))
+      return false;
+    const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+    for (int d = 0; d < sp; ++d) {
+      const int64_t pads = ap == "VALID" ? 0 : pd[d] + pd[sp + d];
+      const int64_t span = x[2 + d] + pads - ((k[d] - 1) * dl[d] + 1);
+      if (span < 0) return false;
+      int64_t o = (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
+      // A last window starting in the end padding is dropped (ONNX and PyTorch).
+      if (ceil_mode && (o - 1) * st[d] >= x[2 + d] + (ap == "VALID" ? 0 : pd[d])) --o;
+      out.push_back(o);
+    }
+    return true;
+  }
+  if (t == "ReduceMax" || t == "ReduceMin") {
+    std::vector<int64_t> axes = n.opset >= 18 ? exact_ints(c.input(1)) : n.attr_ints("axes");
+    if (n.opset >= 18 && c.input(1) && !c.input(1)->exact) return false;
+    if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return false;
+    const bool keep = n.attr_int("keepdims", 1) != 0;
+    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+    for (int64_t a : axes) {
+      a = axis_of(a, rank);
+      if (a < 0 || a >= rank) return false;
+      reduced[static_cast<size_t>(a)] = true;
+    }
+    out = Shape{};
+    for (int d = 0; d < rank; ++d) {
+      if (reduced[static_cast<size_t>(d)] && x[d] == 0) return false;
+      if (!reduced[static_cast<size_t>(d)]) out.push_back(x[d]);
+      else if (keep) out.push_back(1);
+    }
+    return true;
+  }
+  if (t == "Transpose") {
+    std::vector<int64_t> perm = n.attr_ints("perm");
+    if (perm.empty())
+      for (int d = rank - 1; d >= 0; --d) perm.push_back(d);
+    if (static_cast<int>(perm.size()) != rank) return false;
+    out = Shape{};
+    for (int64_t p : perm) {
+      if (p < 0 || p >= rank) return false;
+      out.push_back(x[static_cast<int>(p)]);
+    }
+    return true;
+  }
+  if (t == "Flatten") {
+    const int64_t a = axis_of(n.attr_int("axis", 1), rank);
+    if (a < 0 || a > rank) return false;
+    out = Shape{x.numel(0, static_cast<int>(a)), x.numel(static_cast<int>(a), rank)};
+    return true;
+  }
+  if (t == "Reshape") {
+    const IntervalTensor* s = c.input(1);
+    if (!s || !s->exact || n.attr_int("allowzero", 0)) return false;
+    const std::vector<int64_t> target = exact_ints(s);
+    out = Shape{};
+    int64_t known = 1;
+    int infer = -1;
+    for (size_t i = 0; i < target.size(); ++i) {
+      int64_t v = target[i];
+      if (v == 0) {
+        if (static_cast<int>(i) >= rank) return false;
+        v = x[static_cast<int>(i)];
+      }
+      if (v == -1) {
+        if (infer >= 0) return false;
+        infer = static_cast<int>(i);
+        out.push_back(1);
+        continue;
+      }
+      if (v < 0) return false;
+      known *= v;
+      out.push_back(v);
+    }
+    if (infer >= 0) {
+      if (known == 0 || x.numel() % known) return false;
+      out[infer] = x.numel() / known;
+    }
+    return out.numel() == x.numel();
+  }
+  if (t == "Squeeze" || t == "Unsqueeze") {
+    std::vector<int64_t> axes = n.opset >= 13 ? exact_ints(c.input(1)) : n.attr_ints("axes");
+    if (n.opset >= 13 && c.input(1) && !c.input(1)->exact) return false;
+    const int out_rank = t == "Squeeze" ? rank : rank + static_cast<int>(axes.size());
+    std::vector<bool> marked(static_cast<size_t>(out_rank), false);
+    for (int64_t a : axes) {
+      a = axis_of(a, t == "Squeeze" ? rank : out_rank);
+      if (a < 0 || a >= out_rank || marked[static_cast<size_t>(a)]) return false;
+      marked[static_cast<size_t>(a)] = true;
+    }
+    out = Shape{};
+    if (t == "Squeeze") {
+      for (int d = 0; d < rank; ++d) {
+        const bool drop = axes.empty() ? x[d] == 1 : marked[static_cast<size_t>(d)];
+        if (drop && x[d] != 1) return false;
+        if (!drop) out.push_back(x[d]);
+      }
+    } else {
+      int src = 0;
+      for (int d = 0; d < out_rank; ++d) out.push_back(marked[static_cast<size_t>(d)] ? 1 : x[src++]);
+    }
+    return true;
+  }
+  if (t == "Concat") {
+    const int64_t a = axis_of(n.attr_int("axis", 0), rank);
+    if (a < 0 || a >= rank) return false;
+    out = x;
+    int64_t total = 0;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const IntervalTensor* in = c.input(i);
+      if (!in || in->shape.rank() != rank) return false;
+      for (int d = 0; d < rank; ++d)
+        if (d != a && in->shape[d] != x[d]) return false;
+      total += in->shape[static_cast<int>(a)];
+    }
+    out[static_cast<int>(a)] = total;
+    return true;
+  }
+  return false;
+}
+
+// True when it filled the outputs.
+bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
+  if (c.outputs.empty() || !c.input(0)) return false;
+  bool any_data = false, nan_in = false;
+  Interval hull{kInf, -kInf};
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const IntervalTensor* in = c.input(i);
+    if (!in) continue;
+    if (!in->shape_known) return false;
+    if (is_data_input(mask, i) || (!in->exact && mask == 0)) {
+      if (in->lo.size() != 1 || in->numel() == 0) return false;
+      any_data = true;
+      nan_in |= in->may_be_nan;
+      hull = {std::min(hull.lo, in->lo[0]), std::max(hull.hi, in->hi[0])};
+    } else if (!in->exact) {
+      return false;
+    }
+  }
+  if (!any_data) return false;
+  IntervalTensor& out = c.outputs[0];
+  if (is_pointwise(c.node.op_type)) {
+    if (c.outputs.size() != 1) return false;
+    Shape shape = c.input(0)->shape;
+    std::vector<Tensor> lo_store(c.inputs.size()), hi_store(c.inputs.size());
+    std::vector<const Tensor*> lo_in(c.inputs.size(), nullptr), hi_in(c.inputs.size(), nullptr);
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const IntervalTensor* in = c.input(i);
+      if (!in) continue;
+      Shape b;
+      if (!broadcast_shapes(shape, in->shape, b)) return false;
+      shape = b;
+      if (in->exact && in->lo.size() != 1) return false;
+      if (in->exact && in->exact->numel() == 1) {
+        lo_in[i] = hi_in[i] = in->exact.get();
+        continue;
+      }
+      IntervalTensor one = *in;
+      one.shape = Shape{};
+      lo_store[i] = bound_tensor(one, false);
+      hi_store[i] = bound_tensor(one, true);
+      lo_in[i] = &lo_store[i];
+      hi_in[i] = &hi_store[i];
+    }
+    std::vector<Tensor> lo_out, hi_out;
+    if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out)) return false;
+    if (lo_out.empty() || !lo_out[0].defined() || lo_out[0].numel() != 1) return false;
+    fill_from(out, lo_out[0], hi_out[0], increasing);
+    out.shape = shape;
+  } else if (exact && increasing && selection_shape(c, out.shape)) {
+    // Every output element is one of the inputs' elements.
+    out.dtype = c.input(0)->dtype;
+    out.shape_known = true;
+    out.lo = {hull.lo};
+    out.hi = {hull.hi};
+    out.may_be_nan = false;
+  } else {
+    return false;
+  }
+  out.exact.reset();
+  out.may_be_nan |= nan_in;
+  if (!exact) {
+    out.lo[0] = round_down_f32(out.lo[0]);
+    out.hi[0] = round_up_f32(out.hi[0]);
+  }
+  return true;
+}
+
 Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t data_inputs, bool ranged_indices) {
   const uint32_t mask = data_inputs ? data_inputs : c.def.differentiable_inputs;
+  if (!ranged_indices && monotone_fast(c, exact, increasing, mask)) return Status::ok();
   const size_t n_in = c.inputs.size();
   std::vector<Tensor> lo_store(n_in), hi_store(n_in);
   std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
@@ -265,7 +507,9 @@ Status bounds_monotone(BoundsContext& c, bool exact, uint32_t data_inputs, bool 
 }
 Status bounds_antitone(BoundsContext& c, bool exact) { return monotone_impl(c, exact, false, 0, false); }
 
-Status bounds_monotone_sum(BoundsContext& c) {
+Status bounds_monotone_sum(BoundsContext& c) { return bounds_sum_of_terms(c, 0, c.node.op_type == "ReduceMean"); }
+
+Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged) {
   GRIST_TRY(monotone_impl(c, true, true, 0, false));
   const IntervalTensor* x = c.input(0);
   if (!x || !x->shape_known || c.outputs.empty() || !c.outputs[0].shape_known) return Status::ok();
@@ -278,13 +522,18 @@ Status bounds_monotone_sum(BoundsContext& c) {
   std::vector<Tensor> abs_out;
   if (!run_kernel(c.node, c.def, in, abs_out)) return bounds_unbounded(c);
   IntervalTensor& out = c.outputs[0];
-  const int64_t terms = out.numel() > 0 ? std::max<int64_t>(1, x->numel() / out.numel()) : 1;
+  if (terms <= 0) terms = out.numel() > 0 ? std::max<int64_t>(1, x->numel() / out.numel()) : 1;
   const double g = gamma_f32(terms);
   for (size_t i = 0; i < out.lo.size(); ++i) {
-    const double err = g * abs_out[0].get_as_double(static_cast<int64_t>(i));
-    out.lo[i] = round_down_f32(out.lo[i] - err);
-    out.hi[i] = round_up_f32(out.hi[i] + err);
+    const double mag = abs_out[0].get_as_double(static_cast<int64_t>(i));
+    sum_widen(out, i, g * mag, averaged ? mag * static_cast<double>(terms) : mag);
   }
+  // Rounding never changes the sign of a sum of terms of one sign (padding adds zeros).
+  const Interval h = x->hull();
+  if (!out.may_be_nan && h.lo >= 0)
+    for (auto& v : out.lo) v = std::max(v, 0.0);
+  if (!out.may_be_nan && h.hi <= 0)
+    for (auto& v : out.hi) v = std::min(v, 0.0);
   return Status::ok();
 }
 
@@ -377,11 +626,15 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
   out.lo.resize(static_cast<size_t>(n));
   out.hi.resize(static_cast<size_t>(n));
   const double g = gamma_f32(terms + 1);
+  // Gemm scales the product by alpha after summing: the float32 partial sums reach |terms| / alpha.
+  const double alpha = std::min(1.0, c.node.attr_float("alpha", 1));
   for (int64_t i = 0; i < n; ++i) {
     const double m = mid_out[0].data<double>()[i];
-    const double r = r1_out[0].data<double>()[i] + r2_out[0].data<double>()[i] + g * abs_out[0].data<double>()[i];
-    out.lo[static_cast<size_t>(i)] = round_down_f32(m - r);
-    out.hi[static_cast<size_t>(i)] = round_up_f32(m + r);
+    const double mag = abs_out[0].data<double>()[i];
+    out.lo[static_cast<size_t>(i)] = m;
+    out.hi[static_cast<size_t>(i)] = m;
+    sum_widen(out, static_cast<size_t>(i), r1_out[0].data<double>()[i] + r2_out[0].data<double>()[i] + g * mag,
+              alpha > 0 ? mag / alpha : kInf);
   }
   return Status::ok();
 }
@@ -437,12 +690,14 @@ Interval interval_add(Interval a, Interval b, bool& nan) {
 Interval interval_sub(Interval a, Interval b, bool& nan) { return interval_add(a, {-b.hi, -b.lo}, nan); }
 
 Interval interval_mul(Interval a, Interval b, bool& nan) {
+  // 0·inf: a zero inside one operand meets an infinite bound of the other (corners miss interior zeros).
+  if ((a.contains(0) && !b.finite()) || (b.contains(0) && !a.finite())) nan = true;
   return corners(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi, nan);
 }
 
 Interval interval_div(Interval a, Interval b, bool& nan) {
   if (b.contains(0)) {
-    if (a.contains(0) || (b.lo == 0 && b.hi == 0)) nan = true;
+    if (a.contains(0) || (b.lo == 0 && b.hi == 0) || (!a.finite() && !b.finite())) nan = true;  // 0/0, inf/inf
     return {};
   }
   return corners(a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi, nan);

@@ -99,6 +99,10 @@ inline Status bounds_select_by_index(BoundsContext& c) { return bounds_monotone(
 inline Status bounds_monotone_rounded(BoundsContext& c) { return bounds_monotone(c, false); }
 // Monotone sums (ReduceSum, ReduceMean): the kernel at the bounds, widened by γ_n·(the kernel on |x|).
 Status bounds_monotone_sum(BoundsContext& c);
+// The same for any monotone sum: `terms` the most terms one output adds (0: input size / output size),
+// `averaged` when the kernel divides the sum by its count (AveragePool, ReduceMean). A sum whose terms
+// may overflow float32 may be ±inf or NaN.
+Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged);
 // A per-element function of two broadcast operands, given as an interval function that may flag NaN.
 using IntervalBinaryFn = Interval (*)(Interval a, Interval b, bool& may_be_nan);
 Status bounds_binary(BoundsContext& c, IntervalBinaryFn f);

@@ -2,6 +2,7 @@
 // MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool, forward and backward, any spatial rank.
 #include "util/eigen.h"
 #include <bit>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -932,6 +933,7 @@ Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
   const int64_t inner = w->shape.numel(2, w->shape.rank());
   Interval out{kInf, -kInf};
   int64_t terms = 0;
+  double max_mag = 0;
   for (int64_t o = 0; o < per_channel; ++o) {
     double lo = 0, hi = 0, mag = 0;
     terms = 0;
@@ -951,8 +953,10 @@ Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
     }
     const double err = gamma_f32(terms + 2) * mag;
     out = {std::min(out.lo, lo - err), std::max(out.hi, hi + err)};
+    max_mag = std::max(max_mag, mag);
   }
   IntervalTensor& y = c.outputs[0];
+  if (!(max_mag <= FLT_MAX)) return Status::ok();  // partial sums may overflow: ±inf or NaN (unbounded)
   y.lo = {round_down_f32(out.lo)};
   y.hi = {round_up_f32(out.hi)};
   y.may_be_nan = false;
@@ -970,6 +974,13 @@ Status conv_transpose_bounds(BoundsContext& c) {
   if (c.input(0)->smashed()) return conv_smashed_bounds(c, true);
   return bounds_bilinear(c, w->numel());  // every weight is an upper bound on the terms of one output
 }
+// Averages are monotone sums over at most prod(kernel_shape) terms (padding adds zeros or is not counted).
+Status average_pool_bounds(BoundsContext& c) {
+  int64_t terms = 1;
+  for (int64_t k : c.node.attr_ints("kernel_shape", {})) terms *= k;
+  return bounds_sum_of_terms(c, terms, true);
+}
+Status global_average_pool_bounds(BoundsContext& c) { return bounds_sum_of_terms(c, 0, true); }
 Status max_pool_bounds(BoundsContext& c) {
   GRIST_TRY(bounds_select(c));
   // The argmax output is not monotone in x: any flat index of the input.
@@ -983,10 +994,10 @@ void register_conv_pool_ops(OpRegistry& r) {
   r.add(OpDef{"Conv", "", conv_forward<false>, conv_backward<false>, inputs_mask({0, 1, 2}), {}, conv_bounds});
   r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2}), {}, conv_transpose_bounds});
   r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0}), {}, max_pool_bounds});
-  r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0})});
+  r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0}), {}, average_pool_bounds});
   r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}), {}, bounds_select});
   r.add(OpDef{"GlobalAveragePool", "", pool_forward<PoolKind::GlobalAverage>, pool_backward<PoolKind::GlobalAverage>,
-              inputs_mask({0})});
+              inputs_mask({0}), {}, global_average_pool_bounds});
 }
 
 }  // namespace grist

@@ -365,7 +365,9 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
 namespace {
 
 // The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
-// an upstream failure; proved-safe ones come back as skipped outcomes. Without the scan: execution order.
+// an upstream failure. Proved-safe ones are skipped only when nothing trains: the scan assumes ranges for
+// the weights, and training may carry them beyond, so a training model hunts them last instead.
+// Without the scan: execution order.
 std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& o,
                                              const std::vector<const HazardSite*>& targets, HuntReport& report) {
   if (!o.use_scan) return targets;
@@ -376,7 +378,7 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
   auto scanned = scan(g, so);
   report.scan_seconds = seconds_between(start, Clock::now());
   if (!scanned) return targets;  // a model the analysis cannot bound is hunted whole
-  std::vector<const HazardSite*> may_fail, propagated;
+  std::vector<const HazardSite*> may_fail, propagated, safe_if_weights_stay;
   for (const HazardSite* t : targets) {
     const HazardVerdict* v = nullptr;
     for (const auto& hv : scanned->verdicts)
@@ -385,6 +387,8 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
       may_fail.push_back(t);
     } else if (v->verdict == Verdict::PropagatedOnly) {
       propagated.push_back(t);
+    } else if (o.manifest.train.enabled) {
+      safe_if_weights_stay.push_back(t);
     } else {
       HazardOutcome skipped;
       skipped.site = *t;
@@ -394,6 +398,7 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
     }
   }
   may_fail.insert(may_fail.end(), propagated.begin(), propagated.end());
+  may_fail.insert(may_fail.end(), safe_if_weights_stay.begin(), safe_if_weights_stay.end());
   return may_fail;
 }
 

@@ -1,0 +1,571 @@
+// Soundness of the interval transfers (ops/bounds.h): random boxes per element (or one box for a whole
+// tensor, as large tensors hold them), random float32 points inside, the op's own kernel on those points;
+// every output must lie inside the computed interval, or the interval must admit NaN. Then whole graphs:
+// guards that `grist scan` must prove safe, and the unguarded forms it must flag.
+#include <gtest/gtest.h>
+#include <rapidcheck.h>
+#include <rapidcheck/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "analysis/intervals.h"
+#include "analysis/scan.h"
+#include "support/graph_builder.h"
+#include "support/op_test_util.h"
+
+namespace grist::testing {
+namespace {
+
+// ---- random cases ---------------------------------------------------------------------------------
+
+struct Random {
+  std::mt19937_64 rng;
+  explicit Random(uint64_t seed) : rng(seed) {}
+  int pick(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng); }
+  bool coin(double p = 0.5) { return std::bernoulli_distribution(p)(rng); }
+  double uniform(double a, double b) { return a == b ? a : std::uniform_real_distribution<double>(a, b)(rng); }
+};
+
+// How wide the boxes of one case are: near-degenerate to wide, optionally reaching ±inf or overflow.
+struct BoxStyle {
+  double scale = 1;
+  bool infinite = false;  // some bounds ±inf (values upstream of an overflow)
+  bool positive = false;  // boxes in (0, scale] (Log, Sqrt, Pow bases)
+};
+
+BoxStyle random_style(Random& r, bool allow_inf = true) {
+  static const double scales[] = {1e-3, 1, 10, 50, 1e4, 1e20, 1e38};
+  BoxStyle s;
+  s.scale = scales[r.pick(7)];
+  s.infinite = allow_inf && r.coin(0.1);
+  s.positive = r.coin(0.25);
+  return s;
+}
+
+float to_f(double v) { return static_cast<float>(v); }
+
+Interval random_box(Random& r, const BoxStyle& s) {
+  const double m = s.scale;
+  double a = s.positive ? r.uniform(0, m) : r.uniform(-m, m);
+  double b = a;
+  switch (r.pick(5)) {
+    case 0: break;                                              // degenerate
+    case 1: b = a + std::fabs(a) * 1e-6 + 1e-30; break;         // narrow
+    case 2: b = s.positive ? r.uniform(0, m) : r.uniform(-m, m); break;
+    case 3: a = s.positive ? 0 : -m, b = m; break;              // the whole range
+    default: b = a + r.uniform(0, m); break;
+  }
+  Interval box{std::min<double>(to_f(a), to_f(b)), std::max<double>(to_f(a), to_f(b))};
+  if (!std::isfinite(box.lo)) box.lo = -FLT_MAX;
+  if (!std::isfinite(box.hi)) box.hi = FLT_MAX;
+  if (s.infinite && r.coin(0.3)) box.lo = s.positive ? box.lo : -kInf;
+  if (s.infinite && r.coin(0.3)) box.hi = kInf;
+  return box;
+}
+
+float random_point(Random& r, Interval box) {
+  if (box.lo == box.hi) return to_f(box.lo);
+  switch (r.pick(5)) {
+    case 0: return to_f(box.lo);
+    case 1: return to_f(box.hi);
+    case 2:
+      if (box.contains(0)) return r.coin() ? 0.0f : -0.0f;
+      [[fallthrough]];
+    default: {
+      const double lo = std::max(box.lo, -double(FLT_MAX)), hi = std::min(box.hi, double(FLT_MAX));
+      float f = to_f(r.uniform(lo, hi));
+      return std::clamp(f, to_f(box.lo), to_f(box.hi));  // float rounding must not leave the box
+    }
+  }
+}
+
+// One operand of the node under test.
+struct Operand {
+  Shape shape;
+  bool exact = false;  // a known tensor (shape, axes, indices, exponent)
+  Tensor value;
+  bool smashed = false;  // one box for every element
+  std::vector<Interval> boxes;
+  DType dtype = DType::Float32;
+};
+
+Operand boxed(Random& r, const Shape& shape, const BoxStyle& s, bool allow_smash = true) {
+  Operand o;
+  o.shape = shape;
+  o.smashed = allow_smash && shape.numel() > 1 && r.coin(0.3);
+  const int64_t n = o.smashed ? 1 : shape.numel();
+  for (int64_t i = 0; i < n; ++i) o.boxes.push_back(random_box(r, s));
+  return o;
+}
+
+Operand exact_i64(const std::vector<int64_t>& v) {
+  Operand o;
+  o.exact = true;
+  o.shape = Shape{static_cast<int64_t>(v.size())};
+  o.value = Tensor(DType::Int64, o.shape);
+  std::copy(v.begin(), v.end(), o.value.data<int64_t>());
+  o.dtype = DType::Int64;
+  return o;
+}
+
+Operand exact_f32(const Shape& shape, float v) {
+  Operand o;
+  o.exact = true;
+  o.shape = shape;
+  o.value = Tensor(DType::Float32, shape);
+  std::fill_n(o.value.data<float>(), shape.numel(), v);
+  return o;
+}
+
+IntervalTensor to_interval(const Operand& o) {
+  if (o.exact) return IntervalTensor::of_exact(o.value);
+  IntervalTensor t = IntervalTensor::filled(o.dtype, o.shape, {});
+  t.lo.clear();
+  t.hi.clear();
+  for (const Interval& b : o.boxes) t.lo.push_back(b.lo), t.hi.push_back(b.hi);
+  return t;
+}
+
+Tensor concrete(Random& r, const Operand& o) {
+  if (o.exact) return o.value;
+  Tensor t(o.dtype, o.shape);
+  for (int64_t i = 0; i < o.shape.numel(); ++i) {
+    const Interval box = o.boxes[static_cast<size_t>(o.smashed ? 0 : i)];
+    if (o.dtype == DType::Int64) {
+      t.data<int64_t>()[i] = static_cast<int64_t>(std::llround(r.uniform(box.lo, box.hi)));
+    } else {
+      t.data<float>()[i] = random_point(r, box);
+    }
+  }
+  return t;
+}
+
+std::string describe(const Operand& o) {
+  if (o.exact) return fmt::format("exact {}", o.shape.str());
+  std::string s = fmt::format("{}{} [", o.shape.str(), o.smashed ? " smashed" : "");
+  for (size_t i = 0; i < o.boxes.size() && i < 6; ++i) s += fmt::format(" [{:g}, {:g}]", o.boxes[i].lo, o.boxes[i].hi);
+  return s + (o.boxes.size() > 6 ? " …]" : " ]");
+}
+
+// The transfer through analyze_intervals (the call convention of `grist scan`), then `points` random
+// points per operand through the kernel, each output checked against the bounds.
+void check_sound(NodeSpec spec, const std::vector<Operand>& ops, Random& r, int points = 6) {
+  std::vector<Tensor> probe;
+  IntervalOptions opts;
+  spec.constant_inputs.clear();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    probe.push_back(concrete(r, ops[i]));
+    if (ops[i].exact) spec.constant_inputs.push_back(static_cast<int>(i));
+    opts.given[fmt::format("in{}", i)] = to_interval(ops[i]);
+  }
+  Graph g = make_single_node_graph(spec, probe);
+  const ValueId out_id = g.nodes[0].outputs[0];
+  g.values[static_cast<size_t>(out_id)].dtype = DType::Float32;  // as in exported models
+  auto a = analyze_intervals(g, opts);
+  RC_ASSERT(a.is_ok());
+  const IntervalTensor& y = a->values[static_cast<size_t>(out_id)];
+  std::string inputs;
+  for (const Operand& o : ops) inputs += "\n  " + describe(o);
+  for (int p = 0; p < points; ++p) {
+    std::vector<Tensor> in;
+    for (const Operand& o : ops) in.push_back(concrete(r, o));
+    auto out = try_run_node(spec, in);
+    if (!out) continue;  // the kernel rejects this input (e.g. an index out of range): nothing to bound
+    const Tensor& t = (*out)[0];
+    RC_ASSERT(y.shape_known);
+    RC_ASSERT(t.numel() == y.numel());
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = t.get_as_double(i);
+      if (std::isnan(v)) {
+        if (!y.may_be_nan)
+          RC_FAIL(fmt::format("{}: output {} is NaN, bounds say no NaN{}", spec.op_type, i, inputs));
+        continue;
+      }
+      // A bound beyond the float32 range stands for ±inf.
+      const double lo = y.lo_at(i) < -FLT_MAX ? -kInf : y.lo_at(i), hi = y.hi_at(i) > FLT_MAX ? kInf : y.hi_at(i);
+      if (!(lo <= v && v <= hi))
+        RC_FAIL(fmt::format("{}: output {} = {:g} outside [{:g}, {:g}]{}", spec.op_type, i, v, lo, hi, inputs));
+    }
+  }
+}
+
+Shape random_shape(Random& r, int min_rank, int max_rank, int max_dim = 4) {
+  Shape s;
+  const int rank = min_rank + r.pick(max_rank - min_rank + 1);
+  for (int d = 0; d < rank; ++d) s.push_back(1 + r.pick(max_dim));
+  return s;
+}
+
+// A shape that broadcasts to `out`: leading dims dropped, some dims set to 1.
+Shape broadcast_operand(Random& r, const Shape& out) {
+  Shape s;
+  const int drop = r.pick(out.rank() + 1);
+  for (int d = drop; d < out.rank(); ++d) s.push_back(r.coin(0.3) ? 1 : out[d]);
+  return s;
+}
+
+uint64_t seed() { return *rc::gen::arbitrary<uint64_t>(); }
+
+// ---- element-wise ---------------------------------------------------------------------------------
+
+void unary_property(const char* op) {
+  Random r(seed());
+  BoxStyle s = random_style(r);
+  if (std::string(op) == "Log" || std::string(op) == "Sqrt") s.positive = r.coin(0.7);
+  check_sound({op}, {boxed(r, random_shape(r, 0, 3), s)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Neg, ()) { unary_property("Neg"); }
+RC_GTEST_PROP(IntervalSoundness, Abs, ()) { unary_property("Abs"); }
+RC_GTEST_PROP(IntervalSoundness, Exp, ()) { unary_property("Exp"); }
+RC_GTEST_PROP(IntervalSoundness, Log, ()) { unary_property("Log"); }
+RC_GTEST_PROP(IntervalSoundness, Sqrt, ()) { unary_property("Sqrt"); }
+RC_GTEST_PROP(IntervalSoundness, Sigmoid, ()) { unary_property("Sigmoid"); }
+RC_GTEST_PROP(IntervalSoundness, Tanh, ()) { unary_property("Tanh"); }
+RC_GTEST_PROP(IntervalSoundness, Relu, ()) { unary_property("Relu"); }
+RC_GTEST_PROP(IntervalSoundness, Reciprocal, ()) { unary_property("Reciprocal"); }
+
+void binary_property(const char* op) {
+  Random r(seed());
+  const Shape out = random_shape(r, 0, 3);
+  Shape sa = broadcast_operand(r, out), sb = broadcast_operand(r, out);
+  if (r.coin()) sa = out; else sb = out;
+  const BoxStyle s = random_style(r);
+  check_sound({op}, {boxed(r, sa, s), boxed(r, sb, random_style(r))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Add, ()) { binary_property("Add"); }
+RC_GTEST_PROP(IntervalSoundness, Sub, ()) { binary_property("Sub"); }
+RC_GTEST_PROP(IntervalSoundness, Mul, ()) { binary_property("Mul"); }
+RC_GTEST_PROP(IntervalSoundness, Div, ()) { binary_property("Div"); }
+
+RC_GTEST_PROP(IntervalSoundness, Pow, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 0, 3);
+  const BoxStyle s = random_style(r);
+  if (r.coin()) {
+    static const float exps[] = {2, 3, 0.5f, -1, -2, 0, 1.5f, 4};
+    check_sound({"Pow"}, {boxed(r, shape, s), exact_f32({}, exps[r.pick(8)])}, r);
+  } else {
+    BoxStyle e{static_cast<double>(1 + r.pick(4)), false, false};
+    check_sound({"Pow"}, {boxed(r, shape, s), boxed(r, broadcast_operand(r, shape), e)}, r);
+  }
+}
+
+RC_GTEST_PROP(IntervalSoundness, Clip, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 0, 3);
+  const BoxStyle s = random_style(r);
+  std::vector<Operand> ops{boxed(r, shape, s)};
+  float lo = to_f(r.uniform(-s.scale, s.scale)), hi = to_f(r.uniform(-s.scale, s.scale));
+  if (lo > hi) std::swap(lo, hi);
+  if (r.coin()) {
+    ops.push_back(exact_f32({}, lo));
+    ops.push_back(exact_f32({}, hi));
+  } else {
+    ops.push_back(boxed(r, {}, s));
+    ops.push_back(boxed(r, {}, s));
+  }
+  check_sound({"Clip"}, ops, r);
+}
+
+// ---- softmax ----------------------------------------------------------------------------------------
+
+void softmax_property(const char* op) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 5);
+  const int axis = r.pick(2 * shape.rank()) - shape.rank();
+  NodeSpec spec{op, {{"axis", attr_int(axis)}}};
+  if (r.coin(0.3)) spec.opset = 11;
+  BoxStyle s = random_style(r, false);
+  s.scale = std::min(s.scale, 1e4);
+  check_sound(spec, {boxed(r, shape, s)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Softmax, ()) { softmax_property("Softmax"); }
+RC_GTEST_PROP(IntervalSoundness, LogSoftmax, ()) { softmax_property("LogSoftmax"); }
+
+// ---- bilinear ---------------------------------------------------------------------------------------
+
+RC_GTEST_PROP(IntervalSoundness, MatMul, ()) {
+  Random r(seed());
+  const int64_t m = 1 + r.pick(4), k = 1 + r.pick(5), n = 1 + r.pick(4);
+  Shape batch = random_shape(r, 0, 2, 3);
+  Shape sa = batch, sb = broadcast_operand(r, batch);
+  sa.push_back(m), sa.push_back(k);
+  sb.push_back(k), sb.push_back(n);
+  if (r.coin(0.15)) sa = {k};
+  if (r.coin(0.15)) sb = {k};
+  const BoxStyle s = random_style(r, false);
+  check_sound({"MatMul"}, {boxed(r, sa, s), boxed(r, sb, random_style(r, false))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Gemm, ()) {
+  Random r(seed());
+  const int64_t m = 1 + r.pick(4), k = 1 + r.pick(5), n = 1 + r.pick(4);
+  const bool ta = r.coin(), tb = r.coin();
+  NodeSpec spec{"Gemm", {{"transA", attr_int(ta)}, {"transB", attr_int(tb)}}};
+  if (r.coin()) spec.attributes.push_back({"alpha", attr_float(r.uniform(0, 2))});
+  if (r.coin()) spec.attributes.push_back({"beta", attr_float(r.uniform(0, 2))});
+  std::vector<Operand> ops{boxed(r, ta ? Shape{k, m} : Shape{m, k}, random_style(r, false)),
+                           boxed(r, tb ? Shape{n, k} : Shape{k, n}, random_style(r, false))};
+  if (r.coin(0.7)) ops.push_back(boxed(r, r.coin() ? Shape{n} : Shape{m, n}, random_style(r, false)));
+  check_sound(spec, ops, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Conv, ()) {
+  Random r(seed());
+  const int spatial = 1 + r.pick(2);
+  const int64_t group = r.coin(0.3) ? 2 : 1;
+  const int64_t c_in = group * (1 + r.pick(2)), c_out = group * (1 + r.pick(2));
+  Shape xs{1 + r.pick(2), c_in}, ws{c_out, c_in / group};
+  std::vector<int64_t> strides, pads(2 * spatial), dil;
+  for (int d = 0; d < spatial; ++d) {
+    const int64_t k = 1 + r.pick(3);
+    xs.push_back(k + r.pick(4));
+    ws.push_back(k);
+    strides.push_back(1 + r.pick(2));
+    dil.push_back(k > 1 && r.coin(0.2) ? 2 : 1);
+    if (dil.back() == 2) xs[xs.rank() - 1] += k;
+    pads[d] = r.pick(static_cast<int>(k));
+    pads[spatial + d] = r.pick(static_cast<int>(k));
+  }
+  NodeSpec spec{"Conv", {{"strides", attr_ints(strides)}, {"pads", attr_ints(pads)}, {"dilations", attr_ints(dil)},
+                         {"group", attr_int(group)}}};
+  std::vector<Operand> ops{boxed(r, xs, random_style(r, false)), boxed(r, ws, random_style(r, false))};
+  if (r.coin()) ops.push_back(boxed(r, {c_out}, random_style(r, false)));
+  check_sound(spec, ops, r);
+}
+
+// ---- pooling ----------------------------------------------------------------------------------------
+
+void pool_property(const char* op) {
+  Random r(seed());
+  const int spatial = 1 + r.pick(2);
+  Shape xs{1 + r.pick(2), 1 + r.pick(2)};
+  std::vector<int64_t> kernel, strides, pads(2 * spatial);
+  for (int d = 0; d < spatial; ++d) {
+    kernel.push_back(1 + r.pick(3));
+    xs.push_back(kernel.back() + r.pick(4));
+    strides.push_back(1 + r.pick(2));
+    pads[d] = r.pick(static_cast<int>(kernel.back()));
+    pads[spatial + d] = r.pick(static_cast<int>(kernel.back()));
+  }
+  NodeSpec spec{op, {{"kernel_shape", attr_ints(kernel)}, {"strides", attr_ints(strides)}, {"pads", attr_ints(pads)}}};
+  if (r.coin(0.3)) spec.attributes.push_back({"ceil_mode", attr_int(1)});
+  if (std::string(op) == "AveragePool" && r.coin()) spec.attributes.push_back({"count_include_pad", attr_int(1)});
+  check_sound(spec, {boxed(r, xs, random_style(r))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, MaxPool, ()) { pool_property("MaxPool"); }
+RC_GTEST_PROP(IntervalSoundness, AveragePool, ()) { pool_property("AveragePool"); }
+RC_GTEST_PROP(IntervalSoundness, GlobalAveragePool, ()) {
+  Random r(seed());
+  check_sound({"GlobalAveragePool"}, {boxed(r, random_shape(r, 3, 4), random_style(r))}, r);
+}
+
+// ---- reductions -------------------------------------------------------------------------------------
+
+void reduce_property(const char* op, bool axes_input) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 5);
+  std::vector<int64_t> axes;
+  for (int d = 0; d < shape.rank(); ++d)
+    if (r.coin()) axes.push_back(r.coin() ? d : d - shape.rank());
+  NodeSpec spec{op, {{"keepdims", attr_int(r.coin())}}};
+  std::vector<Operand> ops{boxed(r, shape, random_style(r))};
+  if (axes_input) {
+    if (!axes.empty() || r.coin()) ops.push_back(exact_i64(axes));
+  } else if (!axes.empty()) {
+    spec.attributes.push_back({"axes", attr_ints(axes)});
+  }
+  check_sound(spec, ops, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, ReduceSum, ()) { reduce_property("ReduceSum", true); }
+RC_GTEST_PROP(IntervalSoundness, ReduceMean, ()) { reduce_property("ReduceMean", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceMax, ()) { reduce_property("ReduceMax", false); }
+
+// ---- shape and selection ----------------------------------------------------------------------------
+
+RC_GTEST_PROP(IntervalSoundness, Reshape, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 4);
+  std::vector<int64_t> target;
+  switch (r.pick(3)) {
+    case 0: target = {shape.numel()}; break;
+    case 1: target = {shape[0], -1}; break;
+    default: target = {0, -1, 1}; break;
+  }
+  check_sound({"Reshape"}, {boxed(r, shape, random_style(r)), exact_i64(target)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Transpose, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 4);
+  std::vector<int64_t> perm(static_cast<size_t>(shape.rank()));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), r.rng);
+  check_sound({"Transpose", {{"perm", attr_ints(perm)}}}, {boxed(r, shape, random_style(r))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Concat, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3);
+  const int axis = r.pick(shape.rank());
+  std::vector<Operand> ops;
+  const int n = 1 + r.pick(3);
+  for (int i = 0; i < n; ++i) {
+    Shape s = shape;
+    s[axis] = 1 + r.pick(3);
+    ops.push_back(boxed(r, s, random_style(r)));
+  }
+  check_sound({"Concat", {{"axis", attr_int(axis)}}}, ops, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Slice, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 6);
+  std::vector<int64_t> starts, ends, axes, steps;
+  for (int d = 0; d < shape.rank(); ++d) {
+    if (!r.coin(0.7)) continue;
+    axes.push_back(d);
+    const int64_t a = r.pick(static_cast<int>(shape[d])), b = r.pick(static_cast<int>(shape[d]) + 1);
+    const bool back = r.coin(0.3);
+    starts.push_back(back ? std::max(a, b) : std::min(a, b));
+    ends.push_back(back ? std::min(a, b) - 1 : std::max(a, b));
+    steps.push_back(back ? -1 - r.pick(2) : 1 + r.pick(2));
+  }
+  check_sound({"Slice"}, {boxed(r, shape, random_style(r)), exact_i64(starts), exact_i64(ends), exact_i64(axes),
+                          exact_i64(steps)},
+              r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Gather, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3);
+  const int axis = r.pick(shape.rank());
+  const int64_t dim = shape[axis];
+  std::vector<int64_t> idx(static_cast<size_t>(1 + r.pick(4)));
+  for (auto& v : idx) v = r.pick(static_cast<int>(2 * dim)) - dim;
+  Operand indices = exact_i64(idx);
+  if (r.coin()) {  // indices known only by their range (a ranged index operand)
+    indices.exact = false;
+    indices.boxes = {{double(-dim), double(dim - 1)}};
+    indices.smashed = indices.shape.numel() > 1;
+    if (!indices.smashed) indices.boxes = {{double(-dim), double(dim - 1)}};
+  }
+  check_sound({"Gather", {{"axis", attr_int(axis)}}}, {boxed(r, shape, random_style(r)), indices}, r);
+}
+
+// ---- whole graphs through `grist scan` ------------------------------------------------------------
+
+const HazardVerdict& verdict_of(const ScanReport& rep, const std::string& op) {
+  for (const HazardVerdict& v : rep.verdicts)
+    if (v.site.op_type == op) {
+      return v;
+    }
+  ADD_FAILURE() << "no hazard site on " << op;
+  static HazardVerdict none;
+  return none;
+}
+
+ScanReport scan_with(Graph g, Interval x_range, Shape shape = {4}) {
+  ScanOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, shape, x_range);
+  auto rep = scan(g, o);
+  EXPECT_TRUE(rep.is_ok()) << (rep ? std::string() : rep.error().message);
+  return rep ? *rep : ScanReport{};
+}
+
+TEST(ScanGuards, LogOfXPlusOneIsSafeForNonNegativeX) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4})
+                .constant("one", Tensor::scalar<float>(1))
+                .node("Add", {"x", "one"}, {"s"})
+                .node("Log", {"s"}, {"y"})
+                .output("y")
+                .build();
+  EXPECT_EQ(verdict_of(scan_with(g, {0, 10}), "Log").verdict, Verdict::ProvedSafe);
+  EXPECT_EQ(verdict_of(scan_with(g, {-10, 10}), "Log").verdict, Verdict::MayFail);
+}
+
+TEST(ScanGuards, LogSoftmaxIsSafeWhereLogOfSoftmaxIsNot) {
+  Graph fused = GraphBuilder()
+                    .input("x", DType::Float32, {2, 10})
+                    .node("LogSoftmax", {"x"}, {"y"}, {{"axis", attr_int(1)}})
+                    .output("y")
+                    .build();
+  for (const HazardVerdict& v : scan_with(fused, {-50, 50}, {2, 10}).verdicts)
+    EXPECT_EQ(v.verdict, Verdict::ProvedSafe) << v.site.label();
+  Graph split = GraphBuilder()
+                    .input("x", DType::Float32, {2, 10})
+                    .node("Softmax", {"x"}, {"p"}, {{"axis", attr_int(1)}})
+                    .node("Log", {"p"}, {"y"})
+                    .output("y")
+                    .build();
+  EXPECT_EQ(verdict_of(scan_with(split, {-50, 50}, {2, 10}), "Log").verdict, Verdict::MayFail);
+}
+
+TEST(ScanGuards, SqrtOfReluIsSafe) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4})
+                .node("Relu", {"x"}, {"r"})
+                .node("Sqrt", {"r"}, {"y"})
+                .output("y")
+                .build();
+  EXPECT_EQ(verdict_of(scan_with(g, {-50, 50}), "Sqrt").verdict, Verdict::ProvedSafe);
+}
+
+TEST(ScanGuards, ReciprocalOfExpPlusOneIsSafe) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4})
+                .constant("one", Tensor::scalar<float>(1))
+                .node("Exp", {"x"}, {"e"})
+                .node("Add", {"e", "one"}, {"d"})
+                .node("Div", {"one", "d"}, {"y"})
+                .output("y")
+                .build();
+  EXPECT_EQ(verdict_of(scan_with(g, {-50, 50}), "Div").verdict, Verdict::ProvedSafe);
+}
+
+TEST(ScanGuards, LogOfSigmoidFailsOnlyWhenSigmoidCanUnderflow) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4})
+                .node("Sigmoid", {"x"}, {"s"})
+                .node("Log", {"s"}, {"y"})
+                .output("y")
+                .build();
+  EXPECT_EQ(verdict_of(scan_with(g, {-100, 100}), "Log").verdict, Verdict::MayFail);
+  EXPECT_EQ(verdict_of(scan_with(g, {-10, 10}), "Log").verdict, Verdict::ProvedSafe);
+}
+
+// Large tensors hold one interval: the same verdicts, and the fast path keeps shapes right.
+TEST(ScanGuards, LargeTensorsKeepVerdictsAndShapes) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {1, 3, 64, 64})
+                .node("Relu", {"x"}, {"r"})
+                .node("MaxPool", {"r"}, {"p"}, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}})
+                .node("ReduceMean", {"p"}, {"m"}, {{"axes", attr_ints({2, 3})}, {"keepdims", attr_int(0)}})
+                .node("Sqrt", {"m"}, {"y"})
+                .output("y")
+                .build();
+  ScanOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {1, 3, 64, 64}, {-50, 50});
+  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  ASSERT_TRUE(a.is_ok());
+  const IntervalTensor& p = a->values[static_cast<size_t>(g.find_value("p"))];
+  EXPECT_EQ(p.shape.str(), Shape({1, 3, 32, 32}).str());
+  const IntervalTensor& m = a->values[static_cast<size_t>(g.find_value("m"))];
+  EXPECT_EQ(m.shape.str(), Shape({1, 3}).str());
+  EXPECT_GE(m.lo_at(0), 0.0);
+  EXPECT_LE(m.hi_at(0), 51.0);
+  EXPECT_EQ(verdict_of(scan_with(g, {-50, 50}, {1, 3, 64, 64}), "Sqrt").verdict, Verdict::ProvedSafe);
+}
+
+}  // namespace
+}  // namespace grist::testing
