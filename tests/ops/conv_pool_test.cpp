@@ -1,7 +1,6 @@
 // Conv, ConvTranspose and the pooling ops: forward against direct (naive) definitions for every attribute
 // that changes the window (pads, strides, dilations, groups, auto_pad, ceil_mode, output_shape), the
 // MaxPool indices layouts and NaN handling, error paths, and gradients against finite differences.
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,47 +10,6 @@
 
 namespace grist::testing {
 namespace {
-
-// A NodeSpec with every field named (aggregate initialisation would leave some implicit).
-NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int num_outputs = 1,
-                   int opset = 17) {
-  NodeSpec s;
-  s.op_type = std::move(op);
-  s.attributes = std::move(attributes);
-  s.num_outputs = num_outputs;
-  s.opset = opset;
-  return s;
-}
-
-// Tensor buffers allocated by further forward+backward passes once a first pass has sized everything.
-uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
-  Graph g = make_single_node_graph(spec, inputs);
-  auto ex = Executor::create(g);
-  EXPECT_TRUE(ex.is_ok()) << ex.message();
-  if (!ex.is_ok()) return 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) {
-      EXPECT_TRUE(ex->set_input(fmt::format("in{}", i), inputs[i]).is_ok());
-    }
-  }
-  std::vector<ValueId> outputs;
-  std::vector<Tensor> seeds;
-  uint64_t before = 0;
-  for (int pass = 0; pass < 3; ++pass) {
-    EXPECT_TRUE(ex->forward().is_ok());
-    if (pass == 0)
-      for (ValueId id : g.outputs)
-        if (is_float(ex->value(id).dtype())) {
-          outputs.push_back(id);
-          seeds.push_back(ex->value(id));
-        }
-    std::vector<const Tensor*> seed_ptrs;
-    for (const Tensor& t : seeds) seed_ptrs.push_back(&t);
-    EXPECT_TRUE(ex->backward(outputs, seed_ptrs).is_ok());
-    if (pass == 0) before = Tensor::allocation_count();
-  }
-  return Tensor::allocation_count() - before;
-}
 
 struct Window {
   std::vector<int64_t> strides, pads, dilations;  // pads: begins then ends
@@ -517,15 +475,23 @@ TEST(GlobalPoolGradient, AverageAndMax) {
 TEST(ConvPoolSteadyState, RepeatedPassesAllocateNothing) {
   Rng rng(170);
   Tensor x = random_tensor(rng, {2, 4, 7, 7}, -1, 1, DType::Float32);
+  // Backward from every float output, each seeded with its own value; two passes after the first.
+  constexpr BackwardFrom kEveryFloatOutput = BackwardFrom::FloatOutputsSeededWithValues;
   EXPECT_EQ(allocations_after_first_pass(node_spec("Conv", window_attrs({{2, 1}, {1, 1, 1, 1}, {}, 2})),
                                          {x, random_tensor(rng, {6, 2, 3, 3}, -1, 1, DType::Float32),
-                                          random_tensor(rng, {6}, -1, 1, DType::Float32)}),
+                                          random_tensor(rng, {6}, -1, 1, DType::Float32)},
+                                         kEveryFloatOutput, 2),
             0u);
   EXPECT_EQ(allocations_after_first_pass(node_spec("ConvTranspose", window_attrs({{2, 2}, {1, 0, 0, 1}, {}})),
-                                         {x, random_tensor(rng, {4, 3, 3, 3}, -1, 1, DType::Float32)}),
+                                         {x, random_tensor(rng, {4, 3, 3, 3}, -1, 1, DType::Float32)},
+                                         kEveryFloatOutput, 2),
             0u);
-  EXPECT_EQ(allocations_after_first_pass(pool_spec("MaxPool", {3, 3}, {{2, 2}, {1, 1, 1, 1}, {}}), {x}), 0u);
-  EXPECT_EQ(allocations_after_first_pass(pool_spec("AveragePool", {3, 3}, {{2, 2}, {1, 1, 1, 1}, {}}), {x}), 0u);
+  EXPECT_EQ(allocations_after_first_pass(pool_spec("MaxPool", {3, 3}, {{2, 2}, {1, 1, 1, 1}, {}}), {x},
+                                         kEveryFloatOutput, 2),
+            0u);
+  EXPECT_EQ(allocations_after_first_pass(pool_spec("AveragePool", {3, 3}, {{2, 2}, {1, 1, 1, 1}, {}}), {x},
+                                         kEveryFloatOutput, 2),
+            0u);
 }
 
 }  // namespace

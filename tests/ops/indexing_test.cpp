@@ -12,29 +12,6 @@
 namespace grist::testing {
 namespace {
 
-// A NodeSpec built with named setters (aggregate initialisation would leave fields implicit and warn).
-struct Spec {
-  NodeSpec s;
-  explicit Spec(std::string op) { s.op_type = std::move(op); }
-  Spec& attr(std::string name, Attribute a) {
-    s.attributes.emplace_back(std::move(name), std::move(a));
-    return *this;
-  }
-  Spec& outputs(int n) {
-    s.num_outputs = n;
-    return *this;
-  }
-  Spec& opset(int v) {
-    s.opset = v;
-    return *this;
-  }
-  Spec& constants(std::vector<int> inputs) {
-    s.constant_inputs = std::move(inputs);
-    return *this;
-  }
-  operator const NodeSpec&() const { return s; }  // NOLINT: used wherever a NodeSpec is expected
-};
-
 Tensor ints(std::initializer_list<int64_t> v) {
   return Tensor::from<int64_t>(Shape{static_cast<int64_t>(v.size())}, v);
 }
@@ -257,35 +234,15 @@ TEST(TopK, GradientGoesToTheSelectedElements) {
                           {random_tensor(rng, {2, 5}), ints({3})});
 }
 
-// Tensor buffers allocated by a second forward+backward pass of a single-node graph (the first sizes them).
-uint64_t second_pass_allocations(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
-  Graph g = make_single_node_graph(spec, inputs);
-  auto ex = Executor::create(g);
-  EXPECT_TRUE(ex.is_ok());
-  if (!ex) return 0;
-  for (ValueId id : g.inputs) {
-    const int i = std::stoi(g.value(id).name.substr(2));  // inputs are named in<i>
-    EXPECT_TRUE(ex->set_input(id, inputs[static_cast<size_t>(i)]).is_ok());
-  }
-  auto pass = [&] {
-    EXPECT_TRUE(ex->forward().is_ok());
-    EXPECT_TRUE(ex->backward(g.outputs[0]).is_ok());
-  };
-  pass();
-  const uint64_t before = Tensor::allocation_count();
-  pass();
-  return Tensor::allocation_count() - before;
-}
-
 TEST(IndexingOps, RepeatedPassesAllocateNothing) {
   Rng rng(8);
   Tensor x = random_tensor(rng, {4, 6});
   Tensor idx = Tensor::from<int64_t>({2, 2}, {0, 3, -1, 1});
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Gather").constants({1}), {x, idx}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("GatherElements").constants({1}), {x, idx}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("GatherND").constants({1}), {x, idx}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("ScatterElements").constants({1}), {x, idx, random_tensor(rng, {2, 2})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("TopK").outputs(2).constants({1}), {x, ints({3})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Gather").constants({1}), {x, idx}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("GatherElements").constants({1}), {x, idx}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("GatherND").constants({1}), {x, idx}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("ScatterElements").constants({1}), {x, idx, random_tensor(rng, {2, 2})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("TopK").outputs(2).constants({1}), {x, ints({3})}));
 }
 
 }  // namespace

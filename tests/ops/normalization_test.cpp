@@ -1,6 +1,5 @@
 // BatchNormalization (inference and both training-mode conventions), LayerNormalization and Dropout:
 // forward values, statistics outputs, mode selection, error paths, and gradients.
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,47 +8,6 @@
 
 namespace grist::testing {
 namespace {
-
-// A NodeSpec with every field named (aggregate initialisation would leave some implicit).
-NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int num_outputs = 1,
-                   int opset = 17) {
-  NodeSpec s;
-  s.op_type = std::move(op);
-  s.attributes = std::move(attributes);
-  s.num_outputs = num_outputs;
-  s.opset = opset;
-  return s;
-}
-
-// Tensor buffers allocated by further forward+backward passes once a first pass has sized everything.
-uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
-  Graph g = make_single_node_graph(spec, inputs);
-  auto ex = Executor::create(g);
-  EXPECT_TRUE(ex.is_ok()) << ex.message();
-  if (!ex.is_ok()) return 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].defined()) {
-      EXPECT_TRUE(ex->set_input(fmt::format("in{}", i), inputs[i]).is_ok());
-    }
-  }
-  std::vector<ValueId> outputs;
-  std::vector<Tensor> seeds;
-  uint64_t before = 0;
-  for (int pass = 0; pass < 3; ++pass) {
-    EXPECT_TRUE(ex->forward().is_ok());
-    if (pass == 0)
-      for (ValueId id : g.outputs)
-        if (is_float(ex->value(id).dtype())) {
-          outputs.push_back(id);
-          seeds.push_back(ex->value(id));
-        }
-    std::vector<const Tensor*> seed_ptrs;
-    for (const Tensor& t : seeds) seed_ptrs.push_back(&t);
-    EXPECT_TRUE(ex->backward(outputs, seed_ptrs).is_ok());
-    if (pass == 0) before = Tensor::allocation_count();
-  }
-  return Tensor::allocation_count() - before;
-}
 
 Tensor constant(const Shape& s, double v) {
   Tensor t(DType::Float64, s);
@@ -309,16 +267,20 @@ TEST(DropoutGradient, TrainingFollowsTheForwardMask) {
 
 TEST(NormalizationSteadyState, RepeatedPassesAllocateNothing) {
   Rng rng(50);
+  // Backward from every float output, each seeded with its own value; two passes after the first.
+  constexpr BackwardFrom kEveryFloatOutput = BackwardFrom::FloatOutputsSeededWithValues;
   EXPECT_EQ(allocations_after_first_pass(node_spec("BatchNormalization", {{"training_mode", attr_int(1)}}, 3, 15),
-                                         batch_norm_inputs(51)),
+                                         batch_norm_inputs(51), kEveryFloatOutput, 2),
             0u);
   EXPECT_EQ(allocations_after_first_pass(
                 node_spec("LayerNormalization", {{"axis", attr_int(1)}}, 3),
-                {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {1, 4}), random_tensor(rng, {3, 4})}),
+                {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {1, 4}), random_tensor(rng, {3, 4})},
+                kEveryFloatOutput, 2),
             0u);
   EXPECT_EQ(
       allocations_after_first_pass(node_spec("Dropout", {}, 1, 13),
-                                   {random_tensor(rng, {8}), Tensor::scalar<double>(0.5), Tensor::scalar<bool>(true)}),
+                                   {random_tensor(rng, {8}), Tensor::scalar<double>(0.5), Tensor::scalar<bool>(true)},
+                                   kEveryFloatOutput, 2),
       0u);
 }
 

@@ -12,29 +12,6 @@
 namespace grist::testing {
 namespace {
 
-// A NodeSpec built with named setters (aggregate initialisation would leave fields implicit and warn).
-struct Spec {
-  NodeSpec s;
-  explicit Spec(std::string op) { s.op_type = std::move(op); }
-  Spec& attr(std::string name, Attribute a) {
-    s.attributes.emplace_back(std::move(name), std::move(a));
-    return *this;
-  }
-  Spec& outputs(int n) {
-    s.num_outputs = n;
-    return *this;
-  }
-  Spec& opset(int v) {
-    s.opset = v;
-    return *this;
-  }
-  Spec& constants(std::vector<int> inputs) {
-    s.constant_inputs = std::move(inputs);
-    return *this;
-  }
-  operator const NodeSpec&() const { return s; }  // NOLINT: used wherever a NodeSpec is expected
-};
-
 ExecutorOptions seeded(uint64_t seed) {
   ExecutorOptions o;
   o.seed = seed;

@@ -10,9 +10,12 @@
 namespace grist {
 namespace {
 
+using testing::allocations_after_first_pass;
+using testing::BackwardFrom;
 using testing::attr_int;
 using testing::attr_ints;
 using testing::expect_gradient_matches;
+using testing::node_spec;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
@@ -28,16 +31,9 @@ Tensor axes_tensor(std::vector<int64_t> axes) {
   return t;
 }
 
-NodeSpec op_node(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}) {
-  NodeSpec spec;
-  spec.op_type = std::move(op);
-  spec.attributes = std::move(attributes);
-  return spec;
-}
-
 // A Reduce* node with axes as an attribute (opset 11 form) and the given keepdims.
 NodeSpec reduce_spec(const std::string& op, std::vector<int64_t> axes, int64_t keepdims = 1) {
-  NodeSpec spec = op_node(op, {{"keepdims", attr_int(keepdims)}});
+  NodeSpec spec = node_spec(op, {{"keepdims", attr_int(keepdims)}});
   spec.opset = 11;
   if (!axes.empty()) spec.attributes.push_back({"axes", attr_ints(std::move(axes))});
   return spec;
@@ -66,7 +62,7 @@ Tensor gradient_of_sum(const NodeSpec& spec, const std::vector<Tensor>& inputs) 
 const Tensor kMatrix = Tensor::from<float>(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
 
 TEST(ReduceSum, AxesAsInputFromOpset13WithKeepdims) {
-  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(1)}});
+  NodeSpec spec = node_spec("ReduceSum", {{"keepdims", attr_int(1)}});
   auto y = run_node(spec, {kMatrix, axes_tensor({1})});
   EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 1}, {6, 15}), y[0]));
 }
@@ -82,7 +78,7 @@ TEST(ReduceSum, NegativeAxisCountsFromTheBack) {
 }
 
 TEST(ReduceSum, EmptyAxesReduceEverything) {
-  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(0)}});
+  NodeSpec spec = node_spec("ReduceSum", {{"keepdims", attr_int(0)}});
   auto y = run_node(spec, {kMatrix, axes_tensor({})});
   EXPECT_TRUE(tensors_close(Tensor::scalar<float>(21), y[0]));
   auto omitted = run_node(spec, {kMatrix});
@@ -90,7 +86,7 @@ TEST(ReduceSum, EmptyAxesReduceEverything) {
 }
 
 TEST(ReduceSum, NoopWithEmptyAxesIsIdentity) {
-  NodeSpec spec = op_node("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
+  NodeSpec spec = node_spec("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
   auto y = run_node(spec, {kMatrix, axes_tensor({})});
   EXPECT_TRUE(tensors_close(kMatrix, y[0]));
 }
@@ -137,7 +133,7 @@ TEST(ReduceLogSumExp, InfiniteMaximumIsNotSubtracted) {
 TEST(Reduce, RejectsOutOfRangeAndRepeatedAxes) {
   EXPECT_FALSE(try_run_node(reduce_spec("ReduceMean", {2}), {kMatrix}).is_ok());
   EXPECT_FALSE(try_run_node(reduce_spec("ReduceMean", {1, -1}), {kMatrix}).is_ok());
-  NodeSpec spec = op_node("ReduceSum", {});
+  NodeSpec spec = node_spec("ReduceSum", {});
   EXPECT_FALSE(try_run_node(spec, {kMatrix, axes_tensor({0, 1, 0})}).is_ok());
 }
 
@@ -183,7 +179,7 @@ TEST(ReduceGradient, Min) { check_gradient_for_all_axes("ReduceMin", -1, 1); }
 
 TEST(ReduceGradient, SumWithAxesInput) {
   Rng rng(3);
-  NodeSpec spec = op_node("ReduceSum", {{"keepdims", attr_int(0)}});
+  NodeSpec spec = node_spec("ReduceSum", {{"keepdims", attr_int(0)}});
   spec.constant_inputs = {1};
   expect_gradient_matches(spec, {random_tensor(rng, Shape{3, 4}), axes_tensor({0})});
 }
@@ -212,7 +208,7 @@ TEST(ReduceGradient, LogSumOfZeroSumIsInfinite) {
 }
 
 TEST(ReduceGradient, NoopWithEmptyAxesPassesGradientThrough) {
-  NodeSpec spec = op_node("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
+  NodeSpec spec = node_spec("ReduceSum", {{"noop_with_empty_axes", attr_int(1)}});
   Rng rng(5);
   expect_gradient_matches(spec, {random_tensor(rng, Shape{2, 3})});
 }
@@ -221,37 +217,37 @@ TEST(ReduceGradient, NoopWithEmptyAxesPassesGradientThrough) {
 
 TEST(ArgMax, AlongAxisWithAndWithoutKeepdims) {
   const Tensor x = Tensor::from<float>(Shape{2, 3}, {1, 5, 2, 7, 0, 7});
-  auto kept = run_node(op_node("ArgMax", {{"axis", attr_int(1)}}), {x});
+  auto kept = run_node(node_spec("ArgMax", {{"axis", attr_int(1)}}), {x});
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2, 1}, {1, 0}), kept[0]));
-  auto dropped = run_node(op_node("ArgMax", {{"axis", attr_int(0)}, {"keepdims", attr_int(0)}}), {x});
+  auto dropped = run_node(node_spec("ArgMax", {{"axis", attr_int(0)}, {"keepdims", attr_int(0)}}), {x});
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{3}, {1, 0, 1}), dropped[0]));
 }
 
 TEST(ArgMax, SelectLastIndexBreaksTiesToTheLast) {
   const Tensor x = Tensor::from<float>(Shape{1, 3}, {7, 0, 7});
-  auto y = run_node(op_node("ArgMax", {{"axis", attr_int(-1)}, {"select_last_index", attr_int(1)}}), {x});
+  auto y = run_node(node_spec("ArgMax", {{"axis", attr_int(-1)}, {"select_last_index", attr_int(1)}}), {x});
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{1, 1}, {2}), y[0]));
 }
 
 TEST(ArgMax, NaNCountsAsTheMaximumAndTheMinimum) {
   const Tensor x = Tensor::from<float>(Shape{4}, {1, kNaN, 9, -9});
-  EXPECT_EQ(run_node(op_node("ArgMax", {}), {x})[0].data<int64_t>()[0], 1);
-  EXPECT_EQ(run_node(op_node("ArgMin", {}), {x})[0].data<int64_t>()[0], 1);
+  EXPECT_EQ(run_node(node_spec("ArgMax", {}), {x})[0].data<int64_t>()[0], 1);
+  EXPECT_EQ(run_node(node_spec("ArgMin", {}), {x})[0].data<int64_t>()[0], 1);
 }
 
 TEST(ArgMin, IntegerInputAndSelectLastIndex) {
   const Tensor x = Tensor::from<int32_t>(Shape{2, 2}, {3, 3, 4, 1});
-  auto first = run_node(op_node("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}}), {x});
+  auto first = run_node(node_spec("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}}), {x});
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2}, {0, 1}), first[0]));
   auto last = run_node(
-      op_node("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}, {"select_last_index", attr_int(1)}}),
+      node_spec("ArgMin", {{"axis", attr_int(1)}, {"keepdims", attr_int(0)}, {"select_last_index", attr_int(1)}}),
       {x});
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2}, {1, 1}), last[0]));
 }
 
 TEST(ArgMax, RejectsBadAxisAndEmptyAxis) {
-  EXPECT_FALSE(try_run_node(op_node("ArgMax", {{"axis", attr_int(2)}}), {kMatrix}).is_ok());
-  EXPECT_FALSE(try_run_node(op_node("ArgMax", {{"axis", attr_int(0)}}), {Tensor(DType::Float32, Shape{0, 2})}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("ArgMax", {{"axis", attr_int(2)}}), {kMatrix}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("ArgMax", {{"axis", attr_int(0)}}), {Tensor(DType::Float32, Shape{0, 2})}).is_ok());
 }
 
 // ---- Steady state ---------------------------------------------------------------------------
@@ -261,19 +257,8 @@ TEST(Reduce, RepeatedPassesAllocateNoTensorBuffers) {
   const std::vector<Tensor> inputs = {random_tensor(rng, Shape{4, 3, 5}, 0.5, 2)};
   for (const char* op : {"ReduceSum", "ReduceMax", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp"}) {
     SCOPED_TRACE(op);
-    Graph g = testing::make_single_node_graph(reduce_spec(op, {1}), inputs);
-    auto ex = Executor::create(g);
-    ASSERT_TRUE(ex.is_ok());
-    ASSERT_TRUE(ex->set_input(g.inputs[0], inputs[0]).is_ok());
-    auto pass = [&] {
-      ASSERT_TRUE(ex->forward().is_ok());
-      ASSERT_TRUE(ex->backward(g.outputs[0]).is_ok());
-    };
-    pass();
-    const uint64_t before = Tensor::allocation_count();
-    pass();
-    pass();
-    EXPECT_EQ(before, Tensor::allocation_count());
+    EXPECT_EQ(0u, allocations_after_first_pass(reduce_spec(op, {1}), inputs, BackwardFrom::FirstOutput,
+                                               /*extra_passes=*/2));
   }
 }
 

@@ -13,29 +13,6 @@
 namespace grist::testing {
 namespace {
 
-// A NodeSpec built with named setters (aggregate initialisation would leave fields implicit and warn).
-struct Spec {
-  NodeSpec s;
-  explicit Spec(std::string op) { s.op_type = std::move(op); }
-  Spec& attr(std::string name, Attribute a) {
-    s.attributes.emplace_back(std::move(name), std::move(a));
-    return *this;
-  }
-  Spec& outputs(int n) {
-    s.num_outputs = n;
-    return *this;
-  }
-  Spec& opset(int v) {
-    s.opset = v;
-    return *this;
-  }
-  Spec& constants(std::vector<int> inputs) {
-    s.constant_inputs = std::move(inputs);
-    return *this;
-  }
-  operator const NodeSpec&() const { return s; }  // NOLINT: used wherever a NodeSpec is expected
-};
-
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
 Tensor ints(std::initializer_list<int64_t> v) {
@@ -443,40 +420,20 @@ TEST(DataMovement, WorksOnBoolAndByteTypes) {
   EXPECT_TRUE(tensors_close(Tensor::from<uint8_t>({5}, {0, 1, 2, 3, 0}), y));
 }
 
-// Tensor buffers allocated by a second forward+backward pass of a single-node graph (the first sizes them).
-uint64_t second_pass_allocations(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
-  Graph g = make_single_node_graph(spec, inputs);
-  auto ex = Executor::create(g);
-  EXPECT_TRUE(ex.is_ok());
-  if (!ex) return 0;
-  for (ValueId id : g.inputs) {
-    const int i = std::stoi(g.value(id).name.substr(2));  // inputs are named in<i>
-    EXPECT_TRUE(ex->set_input(id, inputs[static_cast<size_t>(i)]).is_ok());
-  }
-  auto pass = [&] {
-    EXPECT_TRUE(ex->forward().is_ok());
-    EXPECT_TRUE(ex->backward(g.outputs[0]).is_ok());
-  };
-  pass();
-  const uint64_t before = Tensor::allocation_count();
-  pass();
-  return Tensor::allocation_count() - before;
-}
-
 TEST(DataMovement, RepeatedPassesAllocateNothing) {
   Rng rng(13);
   Tensor x = random_tensor(rng, {4, 6});
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Reshape").constants({1}), {x, ints({6, 4})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Unsqueeze").constants({1}), {x, ints({0})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Transpose"), {x}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Slice").constants({1, 2}), {x, ints({1}), ints({3})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Expand").constants({1}), {x, ints({2, 4, 6})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Tile").constants({1}), {x, ints({2, 1})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Concat").attr("axis", attr_int(0)), {x, x}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Split").outputs(2), {x}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Pad").attr("mode", attr_string("reflect")).constants({1}),
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Reshape").constants({1}), {x, ints({6, 4})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Unsqueeze").constants({1}), {x, ints({0})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Transpose"), {x}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Slice").constants({1, 2}), {x, ints({1}), ints({3})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Expand").constants({1}), {x, ints({2, 4, 6})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Tile").constants({1}), {x, ints({2, 1})}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Concat").attr("axis", attr_int(0)), {x, x}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Split").outputs(2), {x}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Pad").attr("mode", attr_string("reflect")).constants({1}),
                                         {x, ints({1, 2, 1, 2})}));
-  EXPECT_EQ(0u, second_pass_allocations(Spec("Cast").attr("to", attr_int(static_cast<int64_t>(DType::Float32))), {x}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Cast").attr("to", attr_int(static_cast<int64_t>(DType::Float32))), {x}));
 }
 
 }  // namespace

@@ -11,10 +11,13 @@
 namespace grist {
 namespace {
 
+using testing::allocations_after_first_pass;
+using testing::BackwardFrom;
 using testing::attr_int;
 using testing::attr_string;
 using testing::expect_gradient_matches;
 using testing::GradCheckOptions;
+using testing::node_spec;
 using testing::NodeSpec;
 using testing::random_tensor;
 using testing::run_node;
@@ -23,19 +26,11 @@ using testing::try_run_node;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-NodeSpec op_node(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {}, int opset = 17) {
-  NodeSpec spec;
-  spec.op_type = std::move(op);
-  spec.attributes = std::move(attributes);
-  spec.opset = opset;
-  return spec;
-}
-
 // ---- Softmax / LogSoftmax ------------------------------------------------------------------
 
 TEST(Softmax, Float32EntryUnderflowsToExactlyZeroBeyondTheDenormalRange) {
   // exp(-104) is below the smallest float32 denormal (~1.4e-45); exp(-100) ≈ 3.7e-44 is a kept denormal.
-  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2, 2}, {0, -104, 0, -100})});
+  auto y = run_node(node_spec("Softmax"), {Tensor::from<float>(Shape{2, 2}, {0, -104, 0, -100})});
   const float* p = y[0].data<float>();
   EXPECT_EQ(p[0], 1.0f);
   EXPECT_EQ(p[1], 0.0f);
@@ -44,44 +39,44 @@ TEST(Softmax, Float32EntryUnderflowsToExactlyZeroBeyondTheDenormalRange) {
 }
 
 TEST(LogSoftmax, StaysFiniteWhereTheLogOfSoftmaxWouldBeMinusInf) {
-  auto y = run_node(op_node("LogSoftmax"), {Tensor::from<float>(Shape{2}, {0, -200})});
+  auto y = run_node(node_spec("LogSoftmax"), {Tensor::from<float>(Shape{2}, {0, -200})});
   EXPECT_EQ(y[0].data<float>()[0], 0.0f);
   EXPECT_EQ(y[0].data<float>()[1], -200.0f);
 }
 
 TEST(Softmax, SubtractsTheRowMaxSoLargeInputsDoNotOverflow) {
-  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2}, {1000, 1000})});
+  auto y = run_node(node_spec("Softmax"), {Tensor::from<float>(Shape{2}, {1000, 1000})});
   EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2}, {0.5f, 0.5f}), y[0]));
 }
 
 TEST(Softmax, RowOfMinusInfinityIsNaNAsInPyTorch) {
-  auto y = run_node(op_node("Softmax"), {Tensor::from<float>(Shape{2}, {-kInf, -kInf})});
+  auto y = run_node(node_spec("Softmax"), {Tensor::from<float>(Shape{2}, {-kInf, -kInf})});
   EXPECT_TRUE(std::isnan(y[0].data<float>()[0]));
-  auto logy = run_node(op_node("LogSoftmax"), {Tensor::from<float>(Shape{2}, {-kInf, 0})});
+  auto logy = run_node(node_spec("LogSoftmax"), {Tensor::from<float>(Shape{2}, {-kInf, 0})});
   EXPECT_EQ(logy[0].data<float>()[0], -kInf);
   EXPECT_EQ(logy[0].data<float>()[1], 0.0f);
 }
 
 TEST(Softmax, Opset13NormalisesAlongTheAxisOnly) {
   // axis 0 of a 2x2: each column sums to 1.
-  auto y = run_node(op_node("Softmax", {{"axis", attr_int(0)}}), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
+  auto y = run_node(node_spec("Softmax", {{"axis", attr_int(0)}}), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
   EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 2}, {0.5f, 0.5f, 0.5f, 0.5f}), y[0]));
 }
 
 TEST(Softmax, BeforeOpset13TheAxisFlattensTheInputTo2D) {
   // axis 0 coerces [2, 2] to [1, 4]: one softmax over all four entries.
-  auto y = run_node(op_node("Softmax", {{"axis", attr_int(0)}}, 11), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
+  auto y = run_node(node_spec("Softmax", {{"axis", attr_int(0)}}, 1, 11), {Tensor::from<float>(Shape{2, 2}, {0, 0, 0, 0})});
   EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 2}, {0.25f, 0.25f, 0.25f, 0.25f}), y[0]));
   // The default axis is 1 there: [2, 3, 2] → [2, 6].
   Tensor zeros;
   zeros.resize_zero(DType::Float32, Shape{2, 3, 2});
-  auto z = run_node(op_node("Softmax", {}, 11), {zeros});
+  auto z = run_node(node_spec("Softmax", {}, 1, 11), {zeros});
   for (int64_t i = 0; i < 12; ++i) EXPECT_FLOAT_EQ(z[0].data<float>()[i], 1.0f / 6);
 }
 
 TEST(Softmax, RejectsAnAxisOutOfRange) {
-  EXPECT_FALSE(try_run_node(op_node("Softmax", {{"axis", attr_int(2)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
-  EXPECT_FALSE(try_run_node(op_node("LogSoftmax", {{"axis", attr_int(-3)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("Softmax", {{"axis", attr_int(2)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("LogSoftmax", {{"axis", attr_int(-3)}}), {Tensor(DType::Float32, Shape{2, 2})}).is_ok());
 }
 
 struct SoftmaxCase {
@@ -94,7 +89,7 @@ void check_softmax_gradients(const std::string& op) {
   Rng rng(21);
   for (const auto& c : kSoftmaxCases) {
     SCOPED_TRACE(::testing::Message() << op << " axis=" << c.axis << " opset=" << c.opset);
-    expect_gradient_matches(op_node(op, {{"axis", attr_int(c.axis)}}, c.opset),
+    expect_gradient_matches(node_spec(op, {{"axis", attr_int(c.axis)}}, 1, c.opset),
                             {random_tensor(rng, Shape{2, 3, 4}, -3, 3)});
   }
 }
@@ -111,7 +106,7 @@ const Tensor kWeight = Tensor::from<float>(Shape{3}, {1, 2, 3});
 
 NodeSpec nll(const std::string& reduction, std::vector<std::pair<std::string, Attribute>> extra = {}) {
   extra.push_back({"reduction", attr_string(reduction)});
-  return op_node("NegativeLogLikelihoodLoss", std::move(extra));
+  return node_spec("NegativeLogLikelihoodLoss", std::move(extra));
 }
 
 TEST(NegativeLogLikelihoodLoss, ReductionsWithoutWeights) {
@@ -179,7 +174,7 @@ void check_loss_gradients(const std::string& op, int num_outputs) {
                                       << " ignore=" << c.ignore);
     std::vector<std::pair<std::string, Attribute>> attrs{{"reduction", attr_string(c.reduction)}};
     if (c.ignore) attrs.push_back({"ignore_index", attr_int(1)});
-    NodeSpec spec = op_node(op, attrs);
+    NodeSpec spec = node_spec(op, attrs);
     spec.num_outputs = num_outputs;
     std::vector<Tensor> inputs{random_tensor(rng, Shape{3, 4, 2, 2}, -3, 3), target};
     if (c.weighted) inputs.push_back(weight);
@@ -217,10 +212,10 @@ TEST(NegativeLogLikelihoodLossGradient, ZeroTotalWeightGivesNaNLikePyTorch) {
 TEST(SoftmaxCrossEntropyLoss, EqualsNllOfLogSoftmaxAndReturnsLogProb) {
   const Tensor scores = Tensor::from<float>(Shape{2, 3}, {1, 2, 3, 0, -1, 5});
   const Tensor labels = Tensor::from<int64_t>(Shape{2}, {0, 2});
-  NodeSpec spec = op_node("SoftmaxCrossEntropyLoss", {{"reduction", attr_string("sum")}});
+  NodeSpec spec = node_spec("SoftmaxCrossEntropyLoss", {{"reduction", attr_string("sum")}});
   spec.num_outputs = 2;
   auto out = run_node(spec, {scores, labels, kWeight});
-  auto logp = run_node(op_node("LogSoftmax", {{"axis", attr_int(1)}}), {scores});
+  auto logp = run_node(node_spec("LogSoftmax", {{"axis", attr_int(1)}}), {scores});
   EXPECT_TRUE(tensors_close(logp[0], out[1]));
   auto loss = run_node(nll("sum"), {logp[0], labels, kWeight});
   EXPECT_TRUE(tensors_close(loss[0], out[0]));
@@ -229,13 +224,13 @@ TEST(SoftmaxCrossEntropyLoss, EqualsNllOfLogSoftmaxAndReturnsLogProb) {
 TEST(SoftmaxCrossEntropyLoss, HugeLogitGapGivesAFiniteLoss) {
   // log(softmax) would be log(0) = -inf; the fused log-softmax keeps the loss at exactly 200.
   const Tensor scores = Tensor::from<float>(Shape{1, 2}, {200, 0});
-  auto out = run_node(op_node("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {1})});
+  auto out = run_node(node_spec("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {1})});
   EXPECT_EQ(out[0].data<float>()[0], 200.0f);
 }
 
 TEST(SoftmaxCrossEntropyLoss, RejectsLabelsOutOfRange) {
   const Tensor scores = Tensor::from<float>(Shape{1, 2}, {0, 0});
-  EXPECT_FALSE(try_run_node(op_node("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {2})}).is_ok());
+  EXPECT_FALSE(try_run_node(node_spec("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {2})}).is_ok());
 }
 
 TEST(SoftmaxCrossEntropyLossGradient, LossOutputOnly) { check_loss_gradients("SoftmaxCrossEntropyLoss", 1); }
@@ -253,28 +248,16 @@ TEST(SoftmaxAndLosses, RepeatedPassesAllocateNoTensorBuffers) {
     NodeSpec spec;
     std::vector<Tensor> inputs;
   };
-  NodeSpec sce_both = op_node("SoftmaxCrossEntropyLoss");
+  NodeSpec sce_both = node_spec("SoftmaxCrossEntropyLoss");
   sce_both.num_outputs = 2;
-  const Case cases[] = {{op_node("Softmax", {{"axis", attr_int(1)}}), {scores}},
-                        {op_node("LogSoftmax"), {scores}},
+  const Case cases[] = {{node_spec("Softmax", {{"axis", attr_int(1)}}), {scores}},
+                        {node_spec("LogSoftmax"), {scores}},
                         {nll("mean"), {scores, target}},
-                        {op_node("SoftmaxCrossEntropyLoss"), {scores, target}},
+                        {node_spec("SoftmaxCrossEntropyLoss"), {scores, target}},
                         {sce_both, {scores, target}}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.spec.op_type);
-    Graph g = testing::make_single_node_graph(c.spec, c.inputs);
-    auto ex = Executor::create(g);
-    ASSERT_TRUE(ex.is_ok());
-    for (size_t i = 0; i < c.inputs.size(); ++i) ASSERT_TRUE(ex->set_input(g.inputs[i], c.inputs[i]).is_ok());
-    auto pass = [&] {
-      ASSERT_TRUE(ex->forward().is_ok());
-      ASSERT_TRUE(ex->backward(g.outputs[0]).is_ok());
-    };
-    pass();
-    const uint64_t before = Tensor::allocation_count();
-    pass();
-    pass();
-    EXPECT_EQ(before, Tensor::allocation_count());
+    EXPECT_EQ(0u, allocations_after_first_pass(c.spec, c.inputs, BackwardFrom::FirstOutput, /*extra_passes=*/2));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "support/op_test_util.h"
 
 #include <cmath>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -79,6 +80,50 @@ Graph make_single_node_graph(const NodeSpec& spec, const std::vector<Tensor>& in
   g.nodes.push_back(std::move(n));
   EXPECT_TRUE(g.sort_topologically().is_ok());
   return g;
+}
+
+NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes, int num_outputs,
+                   int opset) {
+  NodeSpec s;
+  s.op_type = std::move(op);
+  s.attributes = std::move(attributes);
+  s.num_outputs = num_outputs;
+  s.opset = opset;
+  return s;
+}
+
+uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs, BackwardFrom from,
+                                      int extra_passes) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  if (!ex) return 0;
+  for (ValueId id : g.inputs) {
+    const int i = std::stoi(g.value(id).name.substr(2));  // inputs are named in<i>
+    EXPECT_TRUE(ex->set_input(id, inputs[static_cast<size_t>(i)]).is_ok());
+  }
+  std::vector<ValueId> outputs;
+  std::vector<Tensor> seeds;
+  auto pass = [&](bool first) {
+    EXPECT_TRUE(ex->forward().is_ok());
+    if (from == BackwardFrom::FirstOutput) {
+      EXPECT_TRUE(ex->backward(g.outputs[0]).is_ok());
+      return;
+    }
+    if (first)
+      for (ValueId id : g.outputs)
+        if (is_float(ex->value(id).dtype())) {
+          outputs.push_back(id);
+          seeds.push_back(ex->value(id));
+        }
+    std::vector<const Tensor*> seed_ptrs;
+    for (const Tensor& t : seeds) seed_ptrs.push_back(&t);
+    EXPECT_TRUE(ex->backward(outputs, seed_ptrs).is_ok());
+  };
+  pass(true);
+  const uint64_t before = Tensor::allocation_count();
+  for (int p = 0; p < extra_passes; ++p) pass(false);
+  return Tensor::allocation_count() - before;
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Test helpers: run one op on given tensors, and compare its gradient with central finite differences.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -31,6 +32,33 @@ struct NodeSpec {
   std::vector<int> constant_inputs = {};
 };
 
+// A NodeSpec with every field named (aggregate initialisation would leave some implicit and warn).
+NodeSpec node_spec(std::string op, std::vector<std::pair<std::string, Attribute>> attributes = {},
+                   int num_outputs = 1, int opset = 17);
+
+// Chainable NodeSpec builder, e.g. Spec("TopK").outputs(2).constants({1}); converts to NodeSpec where one is expected.
+struct Spec {
+  NodeSpec s;
+  explicit Spec(std::string op) { s.op_type = std::move(op); }
+  Spec& attr(std::string name, Attribute a) {
+    s.attributes.emplace_back(std::move(name), std::move(a));
+    return *this;
+  }
+  Spec& outputs(int n) {
+    s.num_outputs = n;
+    return *this;
+  }
+  Spec& opset(int v) {
+    s.opset = v;
+    return *this;
+  }
+  Spec& constants(std::vector<int> inputs) {
+    s.constant_inputs = std::move(inputs);
+    return *this;
+  }
+  operator const NodeSpec&() const { return s; }  // NOLINT: used wherever a NodeSpec is expected
+};
+
 // A graph holding one node whose inputs are `inputs` (an undefined Tensor = omitted optional input).
 Graph make_single_node_graph(const NodeSpec& spec, const std::vector<Tensor>& inputs);
 
@@ -54,6 +82,17 @@ struct GradCheckOptions {
 // Checks the analytic gradient of L = Σ_k Σ r_k ⊙ y_k (r_k random, fixed) against central differences,
 // for float64 inputs. Adds a gtest failure naming op, input and element on mismatch.
 void expect_gradient_matches(const NodeSpec& spec, const std::vector<Tensor>& inputs, GradCheckOptions opts = {});
+
+// What each backward pass of allocations_after_first_pass starts from.
+enum class BackwardFrom {
+  FirstOutput,      // output 0, seeded with ones (Executor::backward(ValueId))
+  FloatOutputsSeededWithValues,  // every float output, each seeded with its own first-pass value
+};
+
+// Tensor buffers allocated by `extra_passes` forward+backward passes of a single-node graph run after a first
+// pass has sized everything (0 = steady state allocates nothing). Adds gtest failures if any step fails.
+uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs,
+                                      BackwardFrom from = BackwardFrom::FirstOutput, int extra_passes = 1);
 
 // Elementwise comparison with numpy.allclose semantics (NaNs equal each other).
 ::testing::AssertionResult tensors_close(const Tensor& expected, const Tensor& actual, double rtol = 1e-5,
