@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 #include <cstring>
-#include <numeric>
 #include <optional>
 
 #include "analysis/scan.h"
@@ -309,7 +308,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     ex_->options().dropout_training = m_.monitor_dropout;
     GRIST_TRY(feed(batch_));
     GRIST_TRY(ex_->forward());
-    auto finish = [&](void) {
+    auto finish = [&] {
       out.iterations = it;
       out.seconds = seconds_between(start, Clock::now());
       out.seconds_since_start = seconds_between(o_.process_start, Clock::now());
