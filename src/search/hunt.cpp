@@ -46,8 +46,10 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 // One hazard's search: the loop of GRIST.md §3 on a fresh copy of the model.
 class TargetSearch {
  public:
-  TargetSearch(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites, const HazardSite& target)
-      : g_(g), o_(o), m_(o.manifest), cfg_(o.manifest.search), sites_(sites), target_(target) {}
+  TargetSearch(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites, const HazardSite& target,
+               const Dataset& fresh_data)
+      : g_(g), o_(o), m_(o.manifest), cfg_(o.manifest.search), sites_(sites), target_(target),
+        fresh_data_(fresh_data) {}
 
   Result<HazardOutcome> run(double budget_s, int index, int count);
 
@@ -72,6 +74,7 @@ class TargetSearch {
   SearchConfig cfg_;
   const std::vector<HazardSite>& sites_;
   const HazardSite& target_;
+  const Dataset& fresh_data_;  // the data as loaded, before any batch was drawn: each search starts from it
 
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
@@ -96,9 +99,7 @@ Status TargetSearch::setup() {
   auto ex = Executor::create(g_, eo);
   if (!ex) return ex.error();
   ex_.emplace(std::move(ex).value());
-  auto data = Dataset::create(m_, g_, o_.batch_size, cfg_.seed);
-  if (!data) return data.error();
-  data_.emplace(std::move(data).value());
+  data_.emplace(fresh_data_);
   GRIST_TRY(data_->next_batch(batch_));
 
   data_inputs_.clear();
@@ -417,6 +418,10 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
       for (const auto& s : report.hazards) list += (list.empty() ? "" : ", ") + s.label();
       return list.empty() ? std::string("none") : list;
     }());
+  // Load the data once, before anything else: a manifest that does not fit the model is an error even when
+  // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
+  auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
+  if (!data) return data.error();
   targets = order_by_scan(g, o, targets, report);
   // The time limit is shared: each hazard gets an equal part of what is left when its turn comes, so time
   // a quick trigger did not use goes to the hazards after it.
@@ -424,7 +429,7 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   for (size_t i = 0; i < targets.size(); ++i) {
     const double left = total_s - seconds_between(start, Clock::now());
     const double budget = std::max(0.0, left / static_cast<double>(targets.size() - i));
-    TargetSearch search(g, o, report.hazards, *targets[i]);
+    TargetSearch search(g, o, report.hazards, *targets[i], *data);
     auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(targets.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;
