@@ -35,6 +35,7 @@ struct HuntFlags {
   std::string out = "grist-witnesses";
   bool no_witness = false;
   bool no_scan = false;
+  double step_weights = -1;
   bool json = false;
   bool quiet = false;
 };
@@ -64,6 +65,7 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   if (f.time_limit == 0) return make_error("--time-limit must be positive (minutes)");
   if (f.max_iterations >= 0) c.max_iterations = f.max_iterations;
   if (f.change > 0) c.change = f.change;
+  if (f.step_weights >= 0) c.weight_change = f.step_weights;
   if (f.seed >= 0) c.seed = static_cast<uint64_t>(f.seed);
   if (f.faithful) {
     c.faithful = true;
@@ -205,6 +207,9 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--faithful", f->faithful,
                 "the study's loop exactly: only the loss is checked, FIFO switching, training pass not scanned");
   cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
+  cmd->add_option("--step-weights", f->step_weights,
+                  "also sign-step every float weight by this epsilon against the objective (weights as search "
+                  "variables, as RANUM does; the witness then carries the weights it reached)");
   cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
   cmd->add_option("--batch", f->batch, "rows of the persistent batch (default: the manifest's, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");

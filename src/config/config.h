@@ -40,6 +40,9 @@ struct SearchConfig {
   // The study's loop exactly: only the loss (or, without one, the outputs) is checked after the monitored
   // pass, the training pass is not scanned, and switching is FIFO as its tool shipped.
   bool faithful = false;
+  // ε of a sign step on every float weight against the same objective, beside the input step (RANUM's
+  // "weights as search variables"); 0: off. The witness then carries the weights it reached.
+  double weight_change = 0;
 
   double epsilon_at(int64_t iteration) const;  // ε for a 1-based iteration, decay applied
 };

@@ -264,7 +264,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     std::string key(k.str());
     ++fake_line;
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
-        key == "seed" || key == "target")
+        key == "seed" || key == "target" || key == "weight_change")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -302,6 +302,10 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   if (!seed) return seed.error();
   if (*seed < 0 || *seed != std::floor(*seed)) return r.error(p + "seed", "must be a non-negative integer");
   m.search.seed = static_cast<uint64_t>(*seed);
+  auto weight_change = r.number(t, p, "weight_change", m.search.weight_change);
+  if (!weight_change) return weight_change.error();
+  if (*weight_change < 0) return r.error(p + "weight_change", "must not be negative");
+  m.search.weight_change = *weight_change;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

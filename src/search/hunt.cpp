@@ -57,6 +57,7 @@ class TargetSearch {
   Status setup();
   Status feed(const Batch& b);
   Status input_step(int64_t it);
+  void step_weights();
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
@@ -86,6 +87,9 @@ class TargetSearch {
   std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
   std::vector<std::string> data_inputs_, switched_inputs_;
   std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
+  std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
+  std::vector<ValueId> stepped_weights_;
+  bool weights_changed_ = false;
   bool random_ops_ = false;         // the graph draws random numbers (dropout masks, random ops)
   RowHistory history_;
   Tensor seed_;
@@ -130,6 +134,15 @@ Status TargetSearch::setup() {
     }
   }
   history_.reset(o_.batch_size);
+  search_ids_ = data_ids_;
+  stepped_weights_.clear();
+  weights_changed_ = false;
+  if (cfg_.weight_change > 0)
+    for (ValueId id : g_.initializers)
+      if (is_float(g_.value(id).dtype)) {
+        stepped_weights_.push_back(id);
+        search_ids_.push_back(id);
+      }
 
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
@@ -180,6 +193,16 @@ Status TargetSearch::input_step(int64_t it) {
   return Status::ok();
 }
 
+// w ← w − ε_w·sign(∂O/∂w): the weights become search variables too (no clip: any value is a model).
+void TargetSearch::step_weights() {
+  for (ValueId id : stepped_weights_) {
+    const Tensor* grad = ex_->grad(id);
+    if (!grad) continue;
+    RowStepStats moved = sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt);
+    for (double u : moved.updated) weights_changed_ |= u > 0;
+  }
+}
+
 void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed,
                                   bool dropout, const Rng& rng_before) {
   out.triggered = true;
@@ -193,6 +216,8 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.witness.weights.clear();
   if (opt_ && opt_->steps_taken() > 0)
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
+  if (weights_changed_)
+    for (ValueId id : stepped_weights_) out.witness.weights[g_.value(id).name] = ex_->value(id);
 }
 
 Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
@@ -264,7 +289,8 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   out.site = target_;
   out.budget_s = budget_s;
   const bool steps = cfg_.variant == Variant::Grist || cfg_.variant == Variant::GristNs;
-  out.strategy = steps ? "grist" : (cfg_.variant == Variant::Original ? "original" : "random");
+  out.strategy = steps ? (cfg_.weight_change > 0 ? "grist+weights" : "grist")
+                       : (cfg_.variant == Variant::Original ? "original" : "random");
   if (steps && target_.objective == Objective::None) {
     out.skipped = "no objective reaches it by stepping data inputs (it depends on labels or weights only)";
     return out;
@@ -335,8 +361,9 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
         GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
-                                std::span<const Tensor* const>(&seed, 1), data_ids_));
+                                std::span<const Tensor* const>(&seed, 1), search_ids_));
         GRIST_TRY(input_step(it));
+        step_weights();
       }
     }
 
@@ -387,7 +414,7 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
       may_fail.push_back(t);
     } else if (v->verdict == Verdict::PropagatedOnly) {
       propagated.push_back(t);
-    } else if (o.manifest.train.enabled) {
+    } else if (o.manifest.train.enabled || o.manifest.search.weight_change > 0) {
       safe_if_weights_stay.push_back(t);
     } else {
       HazardOutcome skipped;

@@ -180,3 +180,26 @@ TEST(HuntTargets, AllHuntsEveryHazardAndLog1MinusVHasItsPattern) {
   EXPECT_EQ(r->hazards[1].objective, Objective::MinAbsOneMinus);
   EXPECT_TRUE(r->outcomes[1].triggered);
 }
+
+TEST(HuntWeights, SteppingWeightsReachesWhatInputsAloneCannot) {
+  Loaded l = load("logreg_toy");
+  auto no_training = [](Manifest& m) {
+    m.train.enabled = false;  // W stays at zero: sigmoid(x·0 + 0) = 0.5 whatever x is
+    m.search.max_iterations = 2000;
+  };
+  HuntOptions o;
+  o.manifest = l.manifest;
+  no_training(o.manifest);
+  o.batch_size = 6;
+  auto inputs_only = hunt(l.graph, o);
+  ASSERT_TRUE(inputs_only.is_ok()) << inputs_only.message();
+  for (const auto& out : inputs_only->outcomes) EXPECT_FALSE(out.triggered);
+
+  HazardOutcome with_weights = hunt_first(l, [&](Manifest& m) {
+    no_training(m);
+    m.search.weight_change = 0.05;
+  });
+  ASSERT_TRUE(with_weights.triggered);
+  EXPECT_EQ(with_weights.strategy, "grist+weights");
+  EXPECT_EQ(with_weights.witness.weights.count("W"), 1u);  // the weights it reached are part of the witness
+}
