@@ -62,7 +62,7 @@ class TargetSearch {
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
   void record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed, bool dropout,
-                      const Rng& rng_before);
+                      const std::optional<Rng>& rng_before);
   int site_of(int32_t node) const {
     for (const auto& s : sites_)
       if (s.node == node) return s.id;
@@ -84,6 +84,7 @@ class TargetSearch {
   ValueId loss_ = kNoValue;
   Batch batch_;                 // the persistent batch
   Batch monitored_;             // its state before the input step
+  Batch weights_before_;        // the weights the training pass used: the optimizer may be the producer
   std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
   std::vector<std::string> data_inputs_, switched_inputs_;
   std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
@@ -204,7 +205,7 @@ void TargetSearch::step_weights() {
 }
 
 void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed,
-                                  bool dropout, const Rng& rng_before) {
+                                  bool dropout, const std::optional<Rng>& rng_before) {
   out.triggered = true;
   out.pass = pass;
   out.event = e;
@@ -212,7 +213,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.witness.inputs = fed;
   out.witness.pass = pass;
   out.witness.dropout = dropout;
-  out.witness.rng_state = rng_before.state();
+  out.witness.rng_state = rng_before ? rng_before->state() : ex_->rng().state();
   out.witness.weights.clear();
   if (opt_ && opt_->steps_taken() > 0)
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
@@ -221,8 +222,8 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
 }
 
 Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
-  const Rng rng_before = random_ops_ ? ex_->rng() : Rng();  // serialised only on a trigger
-  std::map<std::string, Tensor> before;  // weights as the training pass saw them, for the witness
+  // A copy of the generator only when the graph draws from it; serialised only on a trigger.
+  const std::optional<Rng> rng_before = random_ops_ ? std::optional<Rng>(ex_->rng()) : std::nullopt;
   if (!reuse_monitored_pass) {
     ex_->options().dropout_training = m_.train.dropout;
     GRIST_TRY(feed(fed));
@@ -240,7 +241,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     return Status::ok();
   }
   // Keep the weights the pass used: the optimizer may be the producer.
-  for (ValueId id : params_) before[g_.value(id).name] = ex_->value(id);
+  for (ValueId id : params_) weights_before_[g_.value(id).name].copy_from(ex_->value(id));
   GRIST_TRY(opt_->step(*ex_));
   for (ValueId id : params_) {
     const Tensor& w = ex_->value(id);
@@ -256,7 +257,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     e.counts = count_nonfinite(w);
     e.first_value = w.get_as_double(e.counts.first_index);
     record_trigger(out, TriggerPass::OptimizerStep, e, fed, m_.train.dropout, rng_before);
-    out.witness.weights = before;
+    out.witness.weights = weights_before_;
     fired = true;
     return Status::ok();
   }
@@ -331,7 +332,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     }
 
     // 1. Monitored forward, every node scanned.
-    const Rng rng_before = random_ops_ ? ex_->rng() : Rng();  // serialised only on a trigger
+    const std::optional<Rng> rng_before = random_ops_ ? std::optional<Rng>(ex_->rng()) : std::nullopt;
     ex_->options().dropout_training = m_.monitor_dropout;
     GRIST_TRY(feed(batch_));
     GRIST_TRY(ex_->forward());
