@@ -17,7 +17,7 @@ ZOO_SLICE := 2a,3,23,26,27,32,33,37,38,46,54,56,57
 # Debian's interpreter: the python3 first on PATH may not see Debian's torch.
 PYTHON := /usr/bin/python3
 
-.PHONY: all deps build test demo bench sanitize fuzz-smoke zoo zoo-slice zoo-bench clean
+.PHONY: all deps build test demo bench sanitize fuzz-smoke fuzz zoo zoo-slice zoo-bench clean
 
 all: build
 
@@ -63,11 +63,28 @@ sanitize: deps
 	ninja -C $(SAN_BUILD) -j$(JOBS) tests/all import_fuzzer npy_fuzzer
 	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "ZooReference|cli_test"
 
-# libFuzzer on the ONNX importer and the .npy reader, 30 s each from the committed files as seeds.
-fuzz-smoke: sanitize
+# libFuzzer on the ONNX importer and the .npy reader from the committed files as seeds. A fixed seed and run
+# count make CI repeat the same inputs (a slow machine stops at the time cap, part way along the same sequence);
+# `make fuzz` explores further with a fresh seed.
+FUZZ_RUNS ?= 200000
+FUZZ_SEED ?= 1
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS = -seed=$(FUZZ_SEED) -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=$(SAN_BUILD)/
+define run_fuzzers
+	rm -rf $(SAN_BUILD)/corpus-onnx $(SAN_BUILD)/corpus-npy
 	mkdir -p $(SAN_BUILD)/corpus-onnx $(SAN_BUILD)/corpus-npy
-	$(SAN_BUILD)/import_fuzzer -max_total_time=30 -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples
-	$(SAN_BUILD)/npy_fuzzer -max_total_time=30 $(SAN_BUILD)/corpus-npy tests/data/fixtures
+	$(SAN_BUILD)/import_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples
+	$(SAN_BUILD)/npy_fuzzer $(FUZZ_FLAGS) $(SAN_BUILD)/corpus-npy tests/data/fixtures
+endef
+fuzz-smoke: sanitize
+	$(run_fuzzers)
+
+# Longer, with a fresh random seed each time: 10 minutes per fuzzer.
+fuzz: FUZZ_SEED = 0
+fuzz: FUZZ_RUNS = -1
+fuzz: FUZZ_SECONDS = 600
+fuzz: sanitize
+	$(run_fuzzers)
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

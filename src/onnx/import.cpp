@@ -8,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "onnx/attribute_checks.h"
 #include "onnx/tensor_proto.h"
 
 namespace grist {
@@ -182,6 +183,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
       return make_error("{}: the ONNX checker rejects the model: {}", source, msg);
     }
   }
+  // Invalid for grist's kernels as well, so checked whether or not shapes are inferred.
+  GRIST_TRY(check_attributes_before_shape_inference(model.graph(), source));
   if (options.infer_shapes) {
     try {
       onnx::shape_inference::InferShapes(model);

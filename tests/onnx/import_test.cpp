@@ -7,6 +7,8 @@
 #include "engine/executor.h"
 #include "onnx/import.h"
 
+#include <onnx/onnx_pb.h>
+
 using namespace grist;
 namespace fs = std::filesystem;
 
@@ -16,6 +18,49 @@ const fs::path kModels = fs::path(GRIST_SOURCE_DIR) / "tests/models";
 std::string read_bytes(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// A one-node model y = op(x[, w]) with a 1x1x4x4 input, serialized, for attributes that must be refused.
+std::string one_node_model(const std::string& op, const std::string& attribute, std::vector<int64_t> values,
+                           bool with_weight) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto add_info = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  add_info(g->add_input(), "x", {1, 1, 4, 4});
+  add_info(g->add_output(), "y", {});
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("n");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->add_input("x");
+  if (with_weight) {
+    n->add_input("w");
+    auto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 1, 2, 2}) w->add_dims(d);
+    for (int i = 0; i < 4; ++i) w->add_float_data(1.0f);
+  }
+  n->add_output("y");
+  auto* a = n->add_attribute();
+  a->set_name(attribute);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+  if (op == "MaxPool") {
+    auto* k = n->add_attribute();
+    k->set_name("kernel_shape");
+    k->set_type(onnx::AttributeProto::INTS);
+    k->add_ints(2);
+    k->add_ints(2);
+  }
+  return m.SerializeAsString();
 }
 }  // namespace
 
@@ -65,6 +110,30 @@ TEST(Import, EveryTruncationOfARealModelIsRefusedOrImportsCleanly) {
     }
   }
   EXPECT_GT(refused, 0);
+}
+
+// libonnx's shape inference divides by these (SIGFPE before the fix); found by the import fuzzer.
+TEST(Import, ZeroStridesOrDilationsAreRefusedBeforeShapeInference) {
+  struct Case {
+    std::string op, attribute;
+    std::vector<int64_t> values;
+    bool weight;
+  };
+  for (const Case& c : {Case{"Conv", "strides", {0, 0}, true}, Case{"Conv", "dilations", {1, -1}, true},
+                        Case{"MaxPool", "strides", {0, 1}, false}}) {
+    for (bool infer : {true, false}) {
+      ImportOptions options;
+      options.infer_shapes = infer;
+      auto g = import_onnx_bytes(one_node_model(c.op, c.attribute, c.values, c.weight), "bad.onnx", options);
+      ASSERT_FALSE(g.is_ok()) << c.op << " " << c.attribute;
+      EXPECT_NE(g.message().find("bad.onnx: node '" + c.op + "_0' (" + c.op + "): attribute '" + c.attribute +
+                                 "' must be positive"),
+                std::string::npos)
+          << g.message();
+    }
+  }
+  auto valid = import_onnx_bytes(one_node_model("Conv", "strides", {1, 1}, true), "good.onnx");
+  EXPECT_TRUE(valid.is_ok()) << valid.message();
 }
 
 TEST(Import, MissingFileSaysSo) {
