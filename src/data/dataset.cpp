@@ -96,7 +96,7 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     for (size_t i = s.batched ? 1 : 0; i < dims.size(); ++i) sample.push_back(dims[i].known() ? dims[i].size : -1);
     auto rows = load_rows(s.spec);
     if (!rows) return rows.error();
-    s.pool = std::move(rows).value();
+    Tensor pool = std::move(rows).value();
     if (s.batched && !dims.empty() && dims[0].known() && dims[0].size != batch_size)
       return make_error("input '{}' has a fixed batch dimension of {}, but the batch size is {}", v.name, dims[0].size,
                         batch_size);
@@ -104,31 +104,30 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     int64_t known = 1, unknown = 0;
     for (int64_t x : sample) x < 0 ? ++unknown : known *= x;
     if (unknown > 0) {
-      GRIST_CHECK(s.pool.defined() && unknown == 1, "input '{}': its shape {} has symbolic dimensions besides the batch; "
+      GRIST_CHECK(pool.defined() && unknown == 1, "input '{}': its shape {} has symbolic dimensions besides the batch; "
                   "give its data in the manifest", v.name, [&] {
                     std::string str;
                     for (const Dim& dd : dims) str += (str.empty() ? "" : ", ") + (dd.known() ? std::to_string(dd.size) : dd.symbol);
                     return "[" + str + "]";
                   }());
-      int64_t per_row = s.pool.numel() / s.pool.shape()[0];
+      int64_t per_row = pool.numel() / pool.shape()[0];
       GRIST_CHECK(per_row % known == 0, "input '{}': a row of its source has {} values, which does not fit its shape",
                   v.name, per_row);
       for (int64_t& x : sample)
         if (x < 0) x = per_row / known;
     }
     s.sample_shape = Shape(sample);
-    if (s.pool.defined()) {
+    if (pool.defined()) {
       if (!s.batched) {
-        GRIST_CHECK(s.pool.numel() == s.sample_shape.numel(), "input '{}': its values have {} elements, the model wants "
-                    "shape {}", v.name, s.pool.numel(), s.sample_shape.str());
-        cast_tensor(s.pool, s.dtype, s.fixed);
+        GRIST_CHECK(pool.numel() == s.sample_shape.numel(), "input '{}': its values have {} elements, the model wants "
+                    "shape {}", v.name, pool.numel(), s.sample_shape.str());
+        cast_tensor(pool, s.dtype, s.fixed);
         s.fixed.reshape(s.sample_shape);
-        s.pool = Tensor();
       } else {
-        int64_t n = s.pool.shape()[0];
-        GRIST_CHECK(s.pool.numel() / n == s.sample_shape.numel(),
+        int64_t n = pool.shape()[0];
+        GRIST_CHECK(pool.numel() / n == s.sample_shape.numel(),
                     "input '{}': a row of its source has {} values, but one sample of the model input {} needs {}",
-                    v.name, s.pool.numel() / n, s.sample_shape.str(), s.sample_shape.numel());
+                    v.name, pool.numel() / n, s.sample_shape.str(), s.sample_shape.numel());
         if (s.spec.role == InputRole::Fixed) {
           // A fixed batched input takes the first batch of its rows, always.
           GRIST_CHECK(n >= batch_size, "input '{}': its source has {} rows, fewer than the batch size {}", v.name, n,
@@ -141,6 +140,8 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
         }
       }
     }
+    // The rows never change: copies of the data set (one per hazard searched) share them.
+    if (pool.defined() && s.batched) s.pool = std::make_shared<const Tensor>(std::move(pool));
     d.names_.push_back(v.name);
     d.specs_[v.name] = s.spec;
     d.sources_[v.name] = std::move(s);
@@ -179,9 +180,9 @@ Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& r
     out.resize(s.dtype, shape);
   }
   const int64_t per = s.sample_shape.numel();
-  if (s.pool.defined()) {
+  if (s.pool) {
     Tensor rows_f64(DType::Float64, out.shape());
-    const double* src = s.pool.data<double>();
+    const double* src = s.pool->data<double>();
     for (int64_t r = 0; r < batch_size_; ++r) {
       int64_t row = s.spec.role == InputRole::Fixed ? r : rows[static_cast<size_t>(r)];
       std::memcpy(rows_f64.data<double>() + r * per, src + row * per, static_cast<size_t>(per) * sizeof(double));
@@ -217,7 +218,7 @@ Status Dataset::next_batch(Batch& out) {
 Status Dataset::redraw(Batch& batch) {
   std::vector<int64_t> rows;
   bool need_rows = false;
-  for (const auto& name : names_) need_rows |= sources_.at(name).spec.redraw && sources_.at(name).pool.defined();
+  for (const auto& name : names_) need_rows |= sources_.at(name).spec.redraw && sources_.at(name).pool;
   if (need_rows) rows = next_rows();
   for (const auto& name : names_)
     if (sources_.at(name).spec.redraw) GRIST_TRY(fill(sources_.at(name), batch[name], rows));

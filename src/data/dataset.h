@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,7 @@ class Dataset {
     bool batched = true;   // dimension 0 is the batch
     DType dtype = DType::Float32;
     Shape sample_shape;    // one row's shape in the model
-    Tensor pool;           // pooled rows [N, sample_shape...], or empty for random draws
+    std::shared_ptr<const Tensor> pool;  // pooled rows [N, sample_shape...] as float64; null for random draws
     Tensor fixed;          // fixed inputs that are not batched
   };
   Status fill(const Source& s, Tensor& out, const std::vector<int64_t>& rows);
