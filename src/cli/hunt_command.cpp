@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "cli/commands.h"
 #include "config/manifest.h"
@@ -36,6 +37,8 @@ struct HuntFlags {
   bool no_witness = false;
   bool no_scan = false;
   double step_weights = -1;
+  double weights_after = -1;
+  bool inputs_only = false;
   bool json = false;
   bool quiet = false;
 };
@@ -65,10 +68,19 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   if (f.time_limit == 0) return make_error("--time-limit must be positive (minutes)");
   if (f.max_iterations >= 0) c.max_iterations = f.max_iterations;
   if (f.change > 0) c.change = f.change;
-  if (f.step_weights >= 0) c.weight_change = f.step_weights;
+  if (f.step_weights >= 0) {
+    c.weight_change = f.step_weights;
+    c.weights_after = 0;
+  }
+  if (f.weights_after >= 0) {  // an explicit fraction, without the 10 s cap
+    c.weights_after = f.weights_after;
+    c.weights_after_s = std::numeric_limits<double>::infinity();
+  }
+  if (f.inputs_only) c.weight_change = 0;
   if (f.seed >= 0) c.seed = static_cast<uint64_t>(f.seed);
   if (f.faithful) {
     c.faithful = true;
+    c.weight_change = 0;
     c.switch_score = SwitchScore::Fifo;
   }
   if (!f.variant.empty()) {
@@ -208,8 +220,14 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "the study's loop exactly: only the loss is checked, FIFO switching, training pass not scanned");
   cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
   cmd->add_option("--step-weights", f->step_weights,
-                  "also sign-step every float weight by this epsilon against the objective (weights as search "
-                  "variables, as RANUM does; the witness then carries the weights it reached)");
+                  "sign-step the weights by this epsilon against the objective from the first iteration (weights "
+                  "as search variables, as RANUM does; the witness then carries the weights it reached). By "
+                  "default they join with epsilon 0.01 after a quarter of each hazard's budget, 10 s at most");
+  cmd->add_option("--weights-after", f->weights_after,
+                  "fraction of each hazard's budget searched with the inputs alone before the weights join "
+                  "(default 0.25, and 10 s at most; given here, the fraction alone counts)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--inputs-only", f->inputs_only, "never step the weights: search the data inputs alone, as GRIST");
   cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
   cmd->add_option("--batch", f->batch, "rows of the persistent batch (default: the manifest's, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");

@@ -40,9 +40,15 @@ struct SearchConfig {
   // The study's loop exactly: only the loss (or, without one, the outputs) is checked after the monitored
   // pass, the training pass is not scanned, and switching is FIFO as its tool shipped.
   bool faithful = false;
-  // ε of a sign step on every float weight against the same objective, beside the input step (RANUM's
-  // "weights as search variables"); 0: off. The witness then carries the weights it reached.
-  double weight_change = 0;
+  // ε of a sign step on the weights against the same objective, beside the input step (RANUM's "weights as
+  // search variables"); 0: never. The witness then carries the weights it reached. Inputs search alone for
+  // the first `weights_after` of a hazard's budget (of max_iterations when set), but no longer than
+  // `weights_after_s` seconds, as the study did; then the weights join, for the failures the input box cannot
+  // reach at the current weights. A hazard that no data input reaches gets them from the second iteration.
+  // The faithful loop never steps weights.
+  double weight_change = 0.01;
+  double weights_after = 0.25;
+  double weights_after_s = 10;
 
   double epsilon_at(int64_t iteration) const;  // ε for a 1-based iteration, decay applied
 };

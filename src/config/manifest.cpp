@@ -264,7 +264,8 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     std::string key(k.str());
     ++fake_line;
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
-        key == "seed" || key == "target" || key == "weight_change")
+        key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
+        key == "weights_after_s")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -306,6 +307,15 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   if (!weight_change) return weight_change.error();
   if (*weight_change < 0) return r.error(p + "weight_change", "must not be negative");
   m.search.weight_change = *weight_change;
+  auto weights_after = r.number(t, p, "weights_after", m.search.weights_after);
+  if (!weights_after) return weights_after.error();
+  if (!(*weights_after >= 0 && *weights_after <= 1))
+    return r.error(p + "weights_after", "must be a fraction of the budget, from 0 to 1");
+  m.search.weights_after = *weights_after;
+  auto weights_after_s = r.number(t, p, "weights_after_s", m.search.weights_after_s);
+  if (!weights_after_s) return weights_after_s.error();
+  if (!(*weights_after_s >= 0)) return r.error(p + "weights_after_s", "must be a number of seconds, 0 or more");
+  m.search.weights_after_s = *weights_after_s;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

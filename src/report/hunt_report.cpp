@@ -61,8 +61,9 @@ std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
                          o.iterations, o.seconds, o.budget_s, o.objective);
       continue;
     }
-    out += fmt::format("  TRIGGERED at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}\n",
-                       o.iterations, o.seconds, o.seconds_since_start, pass_name(o.pass), o.strategy);
+    out += fmt::format("  TRIGGERED at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}{}\n",
+                       o.iterations, o.seconds, o.seconds_since_start, pass_name(o.pass), o.strategy,
+                       o.weights_from > 0 ? fmt::format(" (weights stepped from iteration {})", o.weights_from) : "");
     out += fmt::format("  producer: {} '{}' -> '{}' {}: {} NaN, {} +Inf, {} -Inf\n", o.event.op_type + (o.event.in_backward && o.pass != TriggerPass::OptimizerStep ? " gradient" : ""),
                        o.event.node_name, o.event.value_name, o.event.shape.str(), o.event.counts.nan,
                        o.event.counts.pos_inf, o.event.counts.neg_inf);
@@ -113,7 +114,8 @@ nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c
     const HazardOutcome& o = r.outcomes[i];
     nlohmann::json x{{"hazard", o.site.id}, {"triggered", o.triggered}, {"iterations", o.iterations},
                      {"seconds", o.seconds}, {"seconds_since_start", o.seconds_since_start},
-                     {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy}};
+                     {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy},
+                     {"weights_from_iteration", o.weights_from}};
     if (!o.skipped.empty()) x["skipped"] = o.skipped;
     if (o.triggered) {
       x["pass"] = std::string(pass_name(o.pass));

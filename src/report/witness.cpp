@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 Result<TriggerPass> parse_pass(const std::string& s) {
-  for (TriggerPass p : {TriggerPass::Monitored, TriggerPass::TrainingForward, TriggerPass::TrainingBackward,
+  for (TriggerPass p : {TriggerPass::Monitored, TriggerPass::TrainingForward, TriggerPass::TrainingBackward, TriggerPass::LossBackward,
                         TriggerPass::OptimizerStep})
     if (pass_name(p) == s) return p;
   return make_error("unknown pass '{}'", s);
@@ -77,7 +77,9 @@ Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string
   j["rng_state"] = o.witness.rng_state;
   j["config"] = {{"time_limit", c.time_limit}, {"change", c.change},       {"decay", c.decay},
                  {"decay_steps", c.decay_steps}, {"decay_rate", c.decay_rate}, {"switch_data", c.switch_data},
-                 {"drop_rate", c.drop_rate},   {"switch_every", c.switch_every}, {"manifest", manifest.path}};
+                 {"drop_rate", c.drop_rate},   {"switch_every", c.switch_every}, {"manifest", manifest.path},
+                 {"weight_change", c.weight_change}, {"weights_after", c.weights_after}};
+  j["weights_from_iteration"] = o.weights_from;
   j["replay"] = fmt::format("grist replay {}", json_path.string());
   std::ofstream f(json_path);
   f << j.dump(2) << "\n";
@@ -134,7 +136,7 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
     }
     GRIST_TRY(ex->forward());
     r.event = ex->forward_event();
-    if (*pass == TriggerPass::TrainingBackward && !r.event.found) {
+    if ((*pass == TriggerPass::TrainingBackward || *pass == TriggerPass::LossBackward) && !r.event.found) {
       const std::string loss = j.at("loss").get<std::string>();
       ValueId id = g->find_value(loss);
       GRIST_CHECK(id != kNoValue, "{}: the loss '{}' is not in the model", json_path, loss);

@@ -20,6 +20,7 @@ std::string_view pass_name(TriggerPass p) {
     case TriggerPass::Monitored: return "monitored forward";
     case TriggerPass::TrainingForward: return "training forward";
     case TriggerPass::TrainingBackward: return "training backward";
+    case TriggerPass::LossBackward: return "loss backward";
     case TriggerPass::OptimizerStep: return "optimizer step";
   }
   return "?";
@@ -58,6 +59,7 @@ class TargetSearch {
   Status feed(const Batch& b);
   Status input_step(int64_t it);
   void step_weights();
+  bool weights_join_now(int64_t it, double elapsed, double budget_s) const;
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
@@ -89,8 +91,11 @@ class TargetSearch {
   std::vector<std::string> data_inputs_, switched_inputs_;
   std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
-  std::vector<ValueId> stepped_weights_;
+  std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
+  bool weights_searched_ = false;         // they have joined
   bool weights_changed_ = false;
+  bool objective_backward_ran_ = false;
+  bool data_reaches_objective_ = false;  // some data input has a gradient of the objective
   bool random_ops_ = false;         // the graph draws random numbers (dropout masks, random ops)
   RowHistory history_;
   Tensor seed_;
@@ -137,13 +142,13 @@ Status TargetSearch::setup() {
   history_.reset(o_.batch_size);
   search_ids_ = data_ids_;
   stepped_weights_.clear();
-  weights_changed_ = false;
-  if (cfg_.weight_change > 0)
+  weights_searched_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
+  // Single numbers are left alone: in exported models they are the guards and scales written as constants
+  // (an ε of 1e-7, a temperature), and stepping them would change the program rather than find its input.
+  if (cfg_.weight_change > 0 && !cfg_.faithful)
     for (ValueId id : g_.initializers)
-      if (is_float(g_.value(id).dtype)) {
+      if (is_float(g_.value(id).dtype) && g_.value(id).initial && g_.value(id).initial->numel() > 1)
         stepped_weights_.push_back(id);
-        search_ids_.push_back(id);
-      }
 
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
@@ -202,6 +207,16 @@ void TargetSearch::step_weights() {
     RowStepStats moved = sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt);
     for (double u : moved.updated) weights_changed_ |= u > 0;
   }
+}
+
+// The weights join when the inputs have had their share of the budget, or at once when the first backward
+// showed that no data input reaches the objective (a divisor made of weights only).
+bool TargetSearch::weights_join_now(int64_t it, double elapsed, double budget_s) const {
+  if (weights_searched_ || stepped_weights_.empty()) return false;
+  if (objective_backward_ran_ && !data_reaches_objective_) return true;
+  if (cfg_.max_iterations > 0)
+    return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+  return elapsed >= std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
 }
 
 void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed,
@@ -290,8 +305,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   out.site = target_;
   out.budget_s = budget_s;
   const bool steps = cfg_.variant == Variant::Grist || cfg_.variant == Variant::GristNs;
-  out.strategy = steps ? (cfg_.weight_change > 0 ? "grist+weights" : "grist")
-                       : (cfg_.variant == Variant::Original ? "original" : "random");
+  out.strategy = steps ? "grist" : (cfg_.variant == Variant::Original ? "original" : "random");
   if (steps && target_.objective == Objective::None) {
     out.skipped = "no objective reaches it by stepping data inputs (it depends on labels or weights only)";
     return out;
@@ -306,6 +320,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   const bool switching = cfg_.variant == Variant::Grist && cfg_.switch_data;
   // The training step can reuse the monitored pass when it trains on that very batch in the same mode.
   const bool reuse = m_.train.enabled && !m_.train.on_updated_batch && m_.train.dropout == m_.monitor_dropout;
+  const bool scan_loss_gradient = !m_.train.enabled && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful;
 
   for (int64_t it = 1;; ++it) {
     const double elapsed = seconds_between(start, Clock::now());
@@ -352,10 +367,27 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       GRIST_CHECK(l.numel() == 1 && is_float(l.dtype()), "{}: the loss '{}' must be a float scalar, but it is {} {}",
                   m_.path, m_.loss, dtype_name(l.dtype()), l.shape().str());
     }
+    // A model that does not train still has a gradient a user will take: sqrt(0) is finite, its derivative
+    // is not, so the loss's backward is scanned too (the training step's backward does this when it trains).
+    if (scan_loss_gradient) {
+      GRIST_TRY(ex_->backward(loss_, data_ids_));
+      if (ex_->backward_event().found) {
+        record_trigger(out, TriggerPass::LossBackward, ex_->backward_event(), batch_, m_.monitor_dropout,
+                       rng_before);
+        finish();
+        return out;
+      }
+    }
     // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
     if (m_.train.enabled && !m_.train.on_updated_batch) monitored_ = batch_;
 
-    // 2. The input step against the objective's gradient.
+    // 2. The input step against the objective's gradient (and the weight step, once the weights joined).
+    if (steps && weights_join_now(it, elapsed, budget_s)) {
+      weights_searched_ = true;
+      search_ids_.insert(search_ids_.end(), stepped_weights_.begin(), stepped_weights_.end());
+      out.strategy = "grist+weights";
+      out.weights_from = it;
+    }
     if (steps) {
       ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), seed_);
       objective_ = ov.value;
@@ -363,8 +395,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         const Tensor* seed = &seed_;
         GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
                                 std::span<const Tensor* const>(&seed, 1), search_ids_));
+        if (!objective_backward_ran_) {
+          objective_backward_ran_ = true;
+          for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;
+        }
         GRIST_TRY(input_step(it));
-        step_weights();
+        if (weights_searched_) step_weights();
       }
     }
 
@@ -392,20 +428,33 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
 
 namespace {
 
+// A hazard to hunt and its weight in sharing the time limit.
+struct PlannedHazard {
+  const HazardSite* site;
+  double share;
+};
+
 // The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
-// an upstream failure. Proved-safe ones are skipped only when nothing trains: the scan assumes ranges for
-// the weights, and training may carry them beyond, so a training model hunts them last instead.
-// Without the scan: execution order.
-std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& o,
-                                             const std::vector<const HazardSite*>& targets, HuntReport& report) {
-  if (!o.use_scan) return targets;
+// an upstream failure. Proved-safe ones are skipped only when nothing trains and the weights stay put: the
+// scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
+// model hunts them last instead, with a smaller share of the time than the hazards that may fail.
+// Without the scan: execution order, equal shares.
+std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o,
+                                        const std::vector<const HazardSite*>& targets, HuntReport& report) {
+  constexpr double kMayFail = 1.0, kPropagated = 0.5, kSafeUnlessWeightsMove = 0.25;
+  auto equal_shares = [&] {
+    std::vector<PlannedHazard> plan;
+    for (const HazardSite* t : targets) plan.push_back({t, kMayFail});
+    return plan;
+  };
+  if (!o.use_scan) return equal_shares();
   const auto start = Clock::now();
   ScanOptions so;
   so.manifest = &o.manifest;
   so.batch = o.batch_size;
   auto scanned = scan(g, so);
   report.scan_seconds = seconds_between(start, Clock::now());
-  if (!scanned) return targets;  // a model the analysis cannot bound is hunted whole
+  if (!scanned) return equal_shares();  // a model the analysis cannot bound is hunted whole
   std::vector<const HazardSite*> may_fail, propagated, safe_if_weights_stay;
   for (const HazardSite* t : targets) {
     const HazardVerdict* v = nullptr;
@@ -415,7 +464,7 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
       may_fail.push_back(t);
     } else if (v->verdict == Verdict::PropagatedOnly) {
       propagated.push_back(t);
-    } else if (o.manifest.train.enabled || o.manifest.search.weight_change > 0) {
+    } else if (o.manifest.train.enabled || (o.manifest.search.weight_change > 0 && !o.manifest.search.faithful)) {
       safe_if_weights_stay.push_back(t);
     } else {
       HazardOutcome skipped;
@@ -425,9 +474,11 @@ std::vector<const HazardSite*> order_by_scan(const Graph& g, const HuntOptions& 
       report.outcomes.push_back(std::move(skipped));
     }
   }
-  may_fail.insert(may_fail.end(), propagated.begin(), propagated.end());
-  may_fail.insert(may_fail.end(), safe_if_weights_stay.begin(), safe_if_weights_stay.end());
-  return may_fail;
+  std::vector<PlannedHazard> plan;
+  for (const HazardSite* t : may_fail) plan.push_back({t, kMayFail});
+  for (const HazardSite* t : propagated) plan.push_back({t, kPropagated});
+  for (const HazardSite* t : safe_if_weights_stay) plan.push_back({t, kSafeUnlessWeightsMove});
+  return plan;
 }
 
 }  // namespace
@@ -450,15 +501,17 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
   auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
-  targets = order_by_scan(g, o, targets, report);
-  // The time limit is shared: each hazard gets an equal part of what is left when its turn comes, so time
-  // a quick trigger did not use goes to the hazards after it.
+  const std::vector<PlannedHazard> plan = plan_hazards(g, o, targets, report);
+  // The time limit is shared by weight: each hazard gets its share of what is left when its turn comes, so
+  // time a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;
-  for (size_t i = 0; i < targets.size(); ++i) {
+  for (size_t i = 0; i < plan.size(); ++i) {
     const double left = total_s - seconds_between(start, Clock::now());
-    const double budget = std::max(0.0, left / static_cast<double>(targets.size() - i));
-    TargetSearch search(g, o, report.hazards, *targets[i], *data);
-    auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(targets.size()));
+    double shares_left = 0;
+    for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
+    const double budget = std::max(0.0, left * plan[i].share / shares_left);
+    TargetSearch search(g, o, report.hazards, *plan[i].site, *data);
+    auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;
     report.outcomes.push_back(std::move(outcome).value());

@@ -20,6 +20,7 @@ enum class TriggerPass {
   Monitored,         // the monitored forward on the persistent batch
   TrainingForward,   // the training step's own forward
   TrainingBackward,  // the training step's gradients
+  LossBackward,      // the loss's gradients on the monitored batch, in a model that does not train
   OptimizerStep,     // the optimizer wrote a non-finite weight from finite gradients
 };
 std::string_view pass_name(TriggerPass p);
@@ -65,7 +66,8 @@ struct HazardOutcome {
   TriggerPass pass = TriggerPass::Monitored;
   NonFiniteEvent event;        // the first producer
   int fired_site = 0;          // id of the hazard site whose node produced it (0: another node)
-  std::string strategy;        // which strategy found it ("grist", "original", "random")
+  std::string strategy;        // which strategy found it: grist (inputs), grist+weights, original, random
+  int64_t weights_from = 0;    // iteration at which the weights joined the search (0: never)
   Witness witness;
 };
 

@@ -1,6 +1,10 @@
 // The hunt on exported models: the study's known answers (GRIST.md §4), each variant, optimizer, switching
 // rule, clipping, decay, flush-to-zero and the budget, pinned so a change of behaviour shows.
 #include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <onnx/onnx_pb.h>
 
 #include <gtest/gtest.h>
 
@@ -91,10 +95,16 @@ TEST(HuntVariants, RandomSamplesInRangeStayFinite) {
   EXPECT_EQ(o.strategy, "random");
 }
 
+// These two pin the forward's underflow, so they run the faithful loop: grist's default also scans the
+// loss's backward, where 1/p overflows for a denormal p some 46 iterations before p reaches 0.
 TEST(HuntSettings, FlushToZeroUnderflowsSoftmaxEarlier) {
   Loaded l = load("free_logits");
-  HazardOutcome kept = hunt_first(l);
-  HazardOutcome flushed = hunt_first(l, [](Manifest& m) { m.ftz = true; });
+  auto faithful = [](Manifest& m) { m.search.faithful = true; };
+  HazardOutcome kept = hunt_first(l, faithful);
+  HazardOutcome flushed = hunt_first(l, [&](Manifest& m) {
+    faithful(m);
+    m.ftz = true;
+  });
   ASSERT_TRUE(kept.triggered && flushed.triggered);
   // A gap of ≈87.3 instead of ≈103.3 at 0.3 per iteration: about 53 iterations sooner.
   EXPECT_NEAR(static_cast<double>(kept.iterations - flushed.iterations), 53, 3);
@@ -102,8 +112,9 @@ TEST(HuntSettings, FlushToZeroUnderflowsSoftmaxEarlier) {
 
 TEST(HuntSettings, DecayShrinksTheStepAndDelaysTheTrigger) {
   Loaded l = load("free_logits");
-  HazardOutcome plain = hunt_first(l);
+  HazardOutcome plain = hunt_first(l, [](Manifest& m) { m.search.faithful = true; });
   HazardOutcome decayed = hunt_first(l, [](Manifest& m) {
+    m.search.faithful = true;
     m.search.decay = true;
     m.search.decay_steps = 200;
     m.search.decay_rate = 0.5;
@@ -184,7 +195,7 @@ TEST(HuntTargets, AllHuntsEveryHazardAndLog1MinusVHasItsPattern) {
   EXPECT_TRUE(r->outcomes[1].triggered);
 }
 
-TEST(HuntWeights, SteppingWeightsReachesWhatInputsAloneCannot) {
+TEST(HuntWeights, WeightsJoinAfterTheInputsShareAndReachWhatInputsAloneCannot) {
   Loaded l = load("logreg_toy");
   auto no_training = [](Manifest& m) {
     m.train.enabled = false;  // W stays at zero: sigmoid(x·0 + 0) = 0.5 whatever x is
@@ -193,16 +204,135 @@ TEST(HuntWeights, SteppingWeightsReachesWhatInputsAloneCannot) {
   HuntOptions o;
   o.manifest = l.manifest;
   no_training(o.manifest);
+  o.manifest.search.weight_change = 0;  // inputs only, as GRIST
   o.batch_size = 6;
   auto inputs_only = hunt(l.graph, o);
   ASSERT_TRUE(inputs_only.is_ok()) << inputs_only.message();
-  for (const auto& out : inputs_only->outcomes) EXPECT_FALSE(out.triggered);
+  ASSERT_FALSE(inputs_only->outcomes.empty());
+  for (const auto& out : inputs_only->outcomes) {
+    EXPECT_FALSE(out.triggered);
+    EXPECT_EQ(out.weights_from, 0);
+  }
 
-  HazardOutcome with_weights = hunt_first(l, [&](Manifest& m) {
+  // By default the weights join after a quarter of the budget (here: of max_iterations).
+  HazardOutcome by_default = hunt_first(l, no_training);
+  ASSERT_TRUE(by_default.triggered);
+  EXPECT_EQ(by_default.strategy, "grist+weights");
+  EXPECT_EQ(by_default.weights_from, 501);
+  EXPECT_GT(by_default.iterations, 501);
+  EXPECT_EQ(by_default.witness.weights.count("W"), 1u);  // the weights it reached are part of the witness
+
+  HazardOutcome from_start = hunt_first(l, [&](Manifest& m) {
     no_training(m);
     m.search.weight_change = 0.05;
+    m.search.weights_after = 0;
   });
-  ASSERT_TRUE(with_weights.triggered);
-  EXPECT_EQ(with_weights.strategy, "grist+weights");
-  EXPECT_EQ(with_weights.witness.weights.count("W"), 1u);  // the weights it reached are part of the witness
+  ASSERT_TRUE(from_start.triggered);
+  EXPECT_EQ(from_start.weights_from, 1);
+  EXPECT_LT(from_start.iterations, 1000);
+
+  HazardOutcome faithful = hunt_first(l, [&](Manifest& m) {
+    no_training(m);
+    m.search.faithful = true;
+  });
+  EXPECT_FALSE(faithful.triggered);  // the study's loop never steps weights
+  EXPECT_EQ(faithful.weights_from, 0);
+}
+
+// A model written on the spot: y = op(x[, w]) with x [1, 2] the searched data, w a [2] weight when given,
+// and optionally loss = ReduceSum(y); with its manifest, in a temporary folder removed with it.
+struct TinyModel {
+  fs::path dir;
+  Loaded loaded;
+  ~TinyModel() { fs::remove_all(dir); }
+};
+
+std::unique_ptr<TinyModel> tiny_model(const std::string& name, const std::string& op, std::vector<float> weight,
+                                      bool with_loss, const std::string& manifest_tail) {
+  auto t = std::make_unique<TinyModel>();
+  t->dir = fs::temp_directory_path() / ("grist_hunt_" + name);
+  fs::create_directories(t->dir);
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name(name);
+  auto declare = [](onnx::ValueInfoProto* v, const char* value, std::vector<int64_t> dims) {
+    v->set_name(value);
+    auto* type = v->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    type->mutable_shape();  // a scalar has a shape with no dimensions
+    for (int64_t d : dims) type->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  declare(g->add_input(), "x", {1, 2});
+  declare(g->add_output(), "y", {1, 2});
+  auto* node = g->add_node();
+  node->set_op_type(op);
+  node->set_name("hazard");
+  node->add_input("x");
+  node->add_output("y");
+  if (!weight.empty()) {
+    auto* w = g->add_initializer();
+    w->set_name("w");
+    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->add_dims(static_cast<int64_t>(weight.size()));
+    for (float v : weight) w->add_float_data(v);
+    node->add_input("w");
+  }
+  if (with_loss) {
+    auto* sum = g->add_node();
+    sum->set_op_type("ReduceSum");
+    sum->set_name("sum");
+    sum->add_input("y");
+    sum->add_output("loss");
+    auto* keep = sum->add_attribute();
+    keep->set_name("keepdims");
+    keep->set_type(onnx::AttributeProto::INT);
+    keep->set_i(0);
+    declare(g->add_output(), "loss", {});
+  }
+  std::ofstream(t->dir / "model.onnx", std::ios::binary) << m.SerializeAsString();
+  std::ofstream(t->dir / "manifest.toml") << "model = \"model.onnx\"\n" << (with_loss ? "loss = \"loss\"\n" : "")
+                                           << manifest_tail;
+  auto manifest = read_manifest((t->dir / "manifest.toml").string());
+  EXPECT_TRUE(manifest.is_ok()) << manifest.message();
+  auto graph = import_onnx_file(manifest->model);
+  EXPECT_TRUE(graph.is_ok()) << graph.message();
+  t->loaded = Loaded{std::move(graph).value(), std::move(manifest).value()};
+  return t;
+}
+
+// x / w with w = [0.5, 0.25] a weight: no input step can reach the divisor, so the weights join at the second
+// iteration (after one backward showed it) and exact steps of 0.125 bring w[1] to 0 at the third.
+TEST(HuntWeights, AHazardNoInputReachesGetsTheWeightsAtOnce) {
+  auto t = tiny_model("weight_divisor", "Div", {0.5f, 0.25f}, false,
+                      "[inputs.x]\nrole = \"data\"\nvalues = [[1.0, 1.0]]\nrange = \"none\"\n[batch]\nsize = 1\n"
+                      "[search]\nweight_change = 0.125\nmax_iterations = 100\n");
+  HazardOutcome o = hunt_first(t->loaded);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.weights_from, 2);
+  EXPECT_EQ(o.iterations, 4);  // w[1]: 0.25 -> 0.125 (it. 2) -> 0 (it. 3), x / 0 = Inf in the next forward
+  EXPECT_EQ(o.event.node_name, "hazard");
+  ASSERT_EQ(o.witness.weights.count("w"), 1u);
+  EXPECT_EQ(o.witness.weights.at("w").get_as_double(1), 0.0);
+}
+
+// sqrt(0) = 0 is finite, its derivative is not: a model that does not train still has its loss's backward
+// scanned (zoo bug 5). x[1]: 0.25 -> 0.125 -> 0 in two steps of 0.125; the third iteration's backward fires.
+TEST(HuntPasses, TheLossGradientIsScannedWhenTheModelDoesNotTrain) {
+  const std::string manifest = "[inputs.x]\nrole = \"data\"\nvalues = [[0.5, 0.25]]\nrange = \"none\"\n"
+                               "[batch]\nsize = 1\n[search]\nchange = 0.125\nmax_iterations = 10\n";
+  auto t = tiny_model("sqrt_gradient", "Sqrt", {}, true, manifest);
+  HazardOutcome o = hunt_first(t->loaded);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.iterations, 3);
+  EXPECT_EQ(o.pass, TriggerPass::LossBackward);
+  EXPECT_EQ(o.event.node_name, "hazard");
+  EXPECT_TRUE(o.event.in_backward);
+
+  HazardOutcome faithful = hunt_first(t->loaded, [](Manifest& m) { m.search.faithful = true; });
+  // The study's loop checks the loss only: finite at x = 0, so it fires one step later, at sqrt(-0.125).
+  ASSERT_TRUE(faithful.triggered);
+  EXPECT_EQ(faithful.iterations, 4);
+  EXPECT_EQ(faithful.pass, TriggerPass::Monitored);
 }
