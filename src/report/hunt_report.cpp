@@ -57,8 +57,9 @@ std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
       continue;
     }
     if (!o.triggered) {
-      out += fmt::format("  not triggered: {} iterations in {:.2f} s (budget {:.1f} s), last objective {:.6g}\n",
-                         o.iterations, o.seconds, o.budget_s, o.objective);
+      out += fmt::format("  not triggered: {} iterations in {:.2f} s (budget {:.1f} s), last objective {:.6g}{}\n",
+                         o.iterations, o.seconds, o.budget_s, o.objective,
+                         o.stopped.empty() ? "" : "; " + o.stopped);
       continue;
     }
     out += fmt::format("  TRIGGERED at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}{}\n",
@@ -117,6 +118,7 @@ nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c
                      {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy},
                      {"weights_from_iteration", o.weights_from}};
     if (!o.skipped.empty()) x["skipped"] = o.skipped;
+    if (!o.stopped.empty()) x["stopped"] = o.stopped;
     if (o.triggered) {
       x["pass"] = std::string(pass_name(o.pass));
       x["producer"] = to_json(o.event);

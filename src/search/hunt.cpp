@@ -59,6 +59,7 @@ class TargetSearch {
   Status feed(const Batch& b);
   Status input_step(int64_t it);
   void step_weights();
+  void newton_step_weights();
   bool weights_join_now(int64_t it, double elapsed, double budget_s) const;
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
@@ -93,6 +94,10 @@ class TargetSearch {
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
   std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
   bool weights_searched_ = false;         // they have joined
+  bool newton_ = false;                   // and take exact steps: the objective is a function of weights only
+  static constexpr int64_t kNewtonPatience = 50;  // iterations without progress before exact steps give up
+  double newton_best_ = std::numeric_limits<double>::infinity();
+  int64_t newton_best_at_ = 0;
   bool weights_changed_ = false;
   bool objective_backward_ran_ = false;
   bool data_reaches_objective_ = false;  // some data input has a gradient of the objective
@@ -142,14 +147,7 @@ Status TargetSearch::setup() {
   history_.reset(o_.batch_size);
   search_ids_ = data_ids_;
   stepped_weights_.clear();
-  weights_searched_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
-  // Single numbers are left alone: in exported models they are the guards and scales written as constants
-  // (an ε of 1e-7, a temperature), and stepping them would change the program rather than find its input.
-  if (cfg_.weight_change > 0 && !cfg_.faithful)
-    for (ValueId id : g_.initializers)
-      if (is_float(g_.value(id).dtype) && g_.value(id).initial && g_.value(id).initial->numel() > 1)
-        stepped_weights_.push_back(id);
-
+  weights_searched_ = newton_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -168,6 +166,15 @@ Status TargetSearch::setup() {
     }
     opt_.emplace(m_.train.optimizer, params_);
   }
+  // Single numbers are left alone unless the model trains them: in exported models they are the guards and
+  // scales written as constants (an ε of 1e-7, a temperature), and stepping them would change the program
+  // rather than find its input.
+  if (cfg_.weight_change > 0 && !cfg_.faithful)
+    for (ValueId id : g_.initializers) {
+      const Value& v = g_.value(id);
+      const bool trained = std::find(params_.begin(), params_.end(), id) != params_.end();
+      if (is_float(v.dtype) && v.initial && (v.initial->numel() > 1 || trained)) stepped_weights_.push_back(id);
+    }
   return Status::ok();
 }
 
@@ -207,6 +214,37 @@ void TargetSearch::step_weights() {
     RowStepStats moved = sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt);
     for (double u : moved.updated) weights_changed_ |= u > 0;
   }
+}
+
+// δ = O / (∂O/∂w) on the one weight with the steepest gradient: when the objective is a distance to the
+// failure made of weights only (a divisor gain + 1e-7), fixed-size sign steps hop over zero for ever, and
+// this lands on it within a few steps. (The study took such a step on all of a variable at once, where the
+// one-hot gradient made δ = ∞ and then 0/0: the NaN it reported came from the step itself.)
+void TargetSearch::newton_step_weights() {
+  ValueId best = kNoValue;
+  int64_t at = -1;
+  double slope = 0;
+  for (ValueId id : stepped_weights_) {
+    const Tensor* grad = ex_->grad(id);
+    if (!grad) continue;
+    for (int64_t i = 0; i < grad->numel(); ++i) {
+      const double gi = grad->get_as_double(i);
+      if (std::isfinite(gi) && std::abs(gi) > std::abs(slope)) {
+        best = id;
+        at = i;
+        slope = gi;
+      }
+    }
+  }
+  const double delta = slope != 0 ? objective_ / slope : 0;
+  if (best == kNoValue || delta == 0 || !std::isfinite(delta)) return;
+  Tensor& w = ex_->mutable_value(best);
+  dispatch_float(w.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = w.data<T>();
+    p[at] = static_cast<T>(static_cast<double>(p[at]) - delta);
+  });
+  weights_changed_ = true;
 }
 
 // The weights join when the inputs have had their share of the budget, or at once when the first backward
@@ -329,6 +367,14 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       out.seconds = elapsed;
       break;
     }
+    // Exact steps either reach zero within a few iterations or face an objective that is not locally
+    // linear in any one weight (a sum of many |w|): the time is better left to the hazards after this one.
+    if (newton_ && it - newton_best_at_ > kNewtonPatience) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = fmt::format("the exact weight steps stopped reducing the objective (best {:.6g})", newton_best_);
+      break;
+    }
     if (o_.on_progress && seconds_between(last_progress, Clock::now()) >= 0.1) {
       last_progress = Clock::now();
       o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_});
@@ -384,6 +430,9 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     // 2. The input step against the objective's gradient (and the weight step, once the weights joined).
     if (steps && weights_join_now(it, elapsed, budget_s)) {
       weights_searched_ = true;
+      newton_ = !data_reaches_objective_ &&
+                (target_.objective == Objective::MinAbs || target_.objective == Objective::MinAbsOneMinus);
+      newton_best_at_ = it;
       search_ids_.insert(search_ids_.end(), stepped_weights_.begin(), stepped_weights_.end());
       out.strategy = "grist+weights";
       out.weights_from = it;
@@ -391,6 +440,10 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     if (steps) {
       ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), seed_);
       objective_ = ov.value;
+      if (newton_ && ov.value < newton_best_ * (1 - 1e-3)) {
+        newton_best_ = ov.value;
+        newton_best_at_ = it;
+      }
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
         GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
@@ -400,7 +453,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
           for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;
         }
         GRIST_TRY(input_step(it));
-        if (weights_searched_) step_weights();
+        if (weights_searched_) newton_ ? newton_step_weights() : step_weights();
       }
     }
 

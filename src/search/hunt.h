@@ -58,6 +58,7 @@ struct HazardOutcome {
   HazardSite site;             // the hazard hunted
   bool triggered = false;
   std::string skipped;         // non-empty: why it was not hunted
+  std::string stopped;         // non-empty: why its search ended before its budget did
   int64_t iterations = 0;      // 1-based iteration of the trigger, or iterations run
   double seconds = 0;          // from the start of this hazard's search
   double seconds_since_start = 0;  // from process start

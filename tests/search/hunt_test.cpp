@@ -302,18 +302,20 @@ std::unique_ptr<TinyModel> tiny_model(const std::string& name, const std::string
   return t;
 }
 
-// x / w with w = [0.5, 0.25] a weight: no input step can reach the divisor, so the weights join at the second
-// iteration (after one backward showed it) and exact steps of 0.125 bring w[1] to 0 at the third.
-TEST(HuntWeights, AHazardNoInputReachesGetsTheWeightsAtOnce) {
-  auto t = tiny_model("weight_divisor", "Div", {0.5f, 0.25f}, false,
+// x / w with w = [0.5, 0.3] a weight: no input step can reach the divisor, so the weights join at the second
+// iteration (after one backward showed it), with an exact step δ = O/(∂O/∂w) = 0.3 on w[1]: zero at once,
+// where sign steps of any fixed size would hop over it.
+TEST(HuntWeights, AHazardNoInputReachesGetsAnExactWeightStep) {
+  auto t = tiny_model("weight_divisor", "Div", {0.5f, 0.3f}, false,
                       "[inputs.x]\nrole = \"data\"\nvalues = [[1.0, 1.0]]\nrange = \"none\"\n[batch]\nsize = 1\n"
-                      "[search]\nweight_change = 0.125\nmax_iterations = 100\n");
+                      "[search]\nmax_iterations = 100\n");
   HazardOutcome o = hunt_first(t->loaded);
   ASSERT_TRUE(o.triggered);
   EXPECT_EQ(o.weights_from, 2);
-  EXPECT_EQ(o.iterations, 4);  // w[1]: 0.25 -> 0.125 (it. 2) -> 0 (it. 3), x / 0 = Inf in the next forward
+  EXPECT_EQ(o.iterations, 3);  // w[1] = 0 after the second iteration's step; x / 0 = Inf in the third forward
   EXPECT_EQ(o.event.node_name, "hazard");
   ASSERT_EQ(o.witness.weights.count("w"), 1u);
+  EXPECT_EQ(o.witness.weights.at("w").get_as_double(0), 0.5);  // only the steepest weight moves
   EXPECT_EQ(o.witness.weights.at("w").get_as_double(1), 0.0);
 }
 
