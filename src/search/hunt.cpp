@@ -64,6 +64,7 @@ class TargetSearch {
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
+  Batch executor_inputs() const;
   void record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed, bool dropout,
                       const std::optional<Rng>& rng_before);
   int site_of(int32_t node) const {
@@ -87,8 +88,11 @@ class TargetSearch {
   ValueId loss_ = kNoValue;
   Batch batch_;                 // the persistent batch
   Batch monitored_;             // its state before the input step
-  Batch weights_before_;        // the weights the training pass used: the optimizer may be the producer
+  std::vector<Tensor> weights_before_;  // the weights the training pass used (by params_): the optimizer may be
+                                        // the producer
   std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
+  std::vector<std::optional<std::pair<double, double>>> data_clips_;  // the same, by position in data_inputs_
+  RowStepStats step_stats_;         // reused by every sign step
   std::vector<std::string> data_inputs_, switched_inputs_;
   std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
@@ -119,6 +123,7 @@ Status TargetSearch::setup() {
 
   data_inputs_.clear();
   data_ids_.clear();
+  data_clips_.clear();
   switched_inputs_.clear();
   random_ops_ = false;
   for (const Node& n : g_.nodes)
@@ -143,6 +148,8 @@ Status TargetSearch::setup() {
       }
       clip_[name] = {lo, hi};
     }
+    auto clip = clip_.find(name);
+    data_clips_.push_back(clip == clip_.end() ? std::nullopt : std::optional(clip->second));
   }
   history_.reset(o_.batch_size);
   search_ids_ = data_ids_;
@@ -187,6 +194,13 @@ bool TargetSearch::monitored_pass_failed() const {
   return false;
 }
 
+// The batch as the executor holds it: what its last forward pass ran on.
+Batch TargetSearch::executor_inputs() const {
+  Batch b;
+  for (const auto& [name, t] : batch_) b[name] = ex_->value(g_.find_value(name));
+  return b;
+}
+
 Status TargetSearch::feed(const Batch& b) {
   for (const auto& [name, t] : b) GRIST_TRY(ex_->set_input(name, t));
   return Status::ok();
@@ -195,13 +209,11 @@ Status TargetSearch::feed(const Batch& b) {
 // x ← clip(x − ε·sign(∂O/∂x), lo, hi) on every data input.
 Status TargetSearch::input_step(int64_t it) {
   const double eps = cfg_.epsilon_at(it);
-  for (const auto& name : data_inputs_) {
-    const Tensor* grad = ex_->grad(g_.find_value(name));
+  for (size_t i = 0; i < data_inputs_.size(); ++i) {
+    const Tensor* grad = ex_->grad(data_ids_[i]);
     if (!grad) continue;  // the objective does not depend on this input
-    auto clip = clip_.find(name);
-    RowStepStats stats = sign_step(batch_.at(name), *grad, eps,
-                                   clip == clip_.end() ? std::nullopt : std::optional(clip->second));
-    history_.add(stats.updated, stats.clipped);
+    sign_step(batch_.at(data_inputs_[i]), *grad, eps, data_clips_[i], step_stats_);
+    history_.add(step_stats_.updated, step_stats_.clipped);
   }
   return Status::ok();
 }
@@ -211,8 +223,8 @@ void TargetSearch::step_weights() {
   for (ValueId id : stepped_weights_) {
     const Tensor* grad = ex_->grad(id);
     if (!grad) continue;
-    RowStepStats moved = sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt);
-    for (double u : moved.updated) weights_changed_ |= u > 0;
+    sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt, step_stats_);
+    for (double u : step_stats_.updated) weights_changed_ |= u > 0;
   }
 }
 
@@ -277,6 +289,8 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
 Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
   // A copy of the generator only when the graph draws from it; serialised only on a trigger.
   const std::optional<Rng> rng_before = random_ops_ ? std::optional<Rng>(ex_->rng()) : std::nullopt;
+  // Reusing the monitored pass, the batch it ran on is what the executor holds (no copy every iteration).
+  auto witness_batch = [&] { return reuse_monitored_pass ? executor_inputs() : fed; };
   if (!reuse_monitored_pass) {
     ex_->options().dropout_training = m_.train.dropout;
     GRIST_TRY(feed(fed));
@@ -289,12 +303,13 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
   }
   GRIST_TRY(ex_->backward(loss_, params_));
   if (!cfg_.faithful && ex_->backward_event().found) {
-    record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), fed, m_.train.dropout, rng_before);
+    record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout, rng_before);
     fired = true;
     return Status::ok();
   }
   // Keep the weights the pass used: the optimizer may be the producer.
-  for (ValueId id : params_) weights_before_[g_.value(id).name].copy_from(ex_->value(id));
+  weights_before_.resize(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
   GRIST_TRY(opt_->step(*ex_));
   for (ValueId id : params_) {
     const Tensor& w = ex_->value(id);
@@ -309,8 +324,9 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     e.dtype = w.dtype();
     e.counts = count_nonfinite(w);
     e.first_value = w.get_as_double(e.counts.first_index);
-    record_trigger(out, TriggerPass::OptimizerStep, e, fed, m_.train.dropout, rng_before);
-    out.witness.weights = weights_before_;
+    record_trigger(out, TriggerPass::OptimizerStep, e, witness_batch(), m_.train.dropout, rng_before);
+    out.witness.weights.clear();
+    for (size_t i = 0; i < params_.size(); ++i) out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
     fired = true;
     return Status::ok();
   }
@@ -424,10 +440,6 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         return out;
       }
     }
-    // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
-    if (m_.train.enabled && !m_.train.on_updated_batch) monitored_ = batch_;
-
-    // 2. The input step against the objective's gradient (and the weight step, once the weights joined).
     if (steps && weights_join_now(it, elapsed, budget_s)) {
       weights_searched_ = true;
       newton_ = !data_reaches_objective_ &&
@@ -437,6 +449,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       out.strategy = "grist+weights";
       out.weights_from = it;
     }
+    // Once weights are stepped, the monitored pass's activations belong to the weights before the step.
+    const bool reuse_now = reuse && !weights_searched_;
+    // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
+    if (m_.train.enabled && !m_.train.on_updated_batch && !reuse_now) monitored_ = batch_;
+
+    // 2. The input step against the objective's gradient (and the weight step, once the weights joined).
     if (steps) {
       ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), seed_);
       objective_ = ov.value;
@@ -461,7 +479,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     if (m_.train.enabled) {
       bool fired = false;
       const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored_;
-      GRIST_TRY(train_step(fed, reuse, out, fired));
+      GRIST_TRY(train_step(fed, reuse_now, out, fired));
       if (fired) {
         finish();
         return out;

@@ -6,6 +6,12 @@ namespace grist {
 
 RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip) {
   RowStepStats stats;
+  sign_step(x, grad, eps, clip, stats);
+  return stats;
+}
+
+void sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
+               RowStepStats& stats) {
   const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
   const int64_t per_row = rows > 0 ? x.numel() / rows : 0;
   stats.updated.assign(static_cast<size_t>(rows), 0.0);
@@ -36,7 +42,6 @@ RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<
       }
     }
   });
-  return stats;
 }
 
 }  // namespace grist

@@ -17,5 +17,8 @@ struct RowStepStats {
 // Steps `x` (float) against `grad` (same shape). Zero and NaN gradients move nothing, so a NaN gradient
 // never leaks into the input. Rows are slices along dimension 0.
 RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip);
+// The same, into `stats`, whose buffers are reused: the search loop steps every iteration.
+void sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
+               RowStepStats& stats);
 
 }  // namespace grist
