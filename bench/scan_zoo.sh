@@ -1,12 +1,15 @@
 #!/bin/bash
-# Scans every zoo subject with its manifest; prints a Markdown row per subject.
-cd /work/main
+# Scans every zoo subject with its manifest; prints a Markdown row per subject (docs/SCAN.md).
+# Usage: bench/scan_zoo.sh [GRIST_BINARY]   (default build/grist; export the zoo first)
+root=$(cd "$(dirname "$0")/.." && pwd)
+grist=$(realpath "${1:-$root/build/grist}")
+cd "$root"
 echo "| subject | expected op | flagged | other may-fail | proved safe | propagated | unbounded ops | scan ms |"
 echo "|---|---|---|---|---|---|---|---|"
 for d in zoo/*/; do
   s=$(basename $d); [ -f $d/model.onnx ] || continue
   exp=$(awk '/^\[expect\]/{f=1} f&&/^op *=/{gsub(/"/,"",$3); print $3; exit}' $d/manifest.toml)
-  (cd $d && /work/main/build-scan/grist scan model.onnx --manifest manifest.toml --json > /tmp/scan_$s.json 2>/tmp/scan_$s.err)
+  (cd $d && "$grist" scan model.onnx --manifest manifest.toml --json > /tmp/scan_$s.json 2>/tmp/scan_$s.err)
   /usr/bin/python3 - "$s" "$exp" <<'PY'
 import json,sys
 s,exp=sys.argv[1],sys.argv[2]

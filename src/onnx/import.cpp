@@ -1,5 +1,6 @@
 #include "onnx/import.h"
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -196,11 +197,20 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
 }
 
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
-  std::ifstream f(path, std::ios::binary);
+  std::error_code ec;
+  GRIST_CHECK(!std::filesystem::is_directory(path, ec), "{}: is a folder, not an ONNX file", path);
+  GRIST_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec),
+              "{}: not a regular file (a pipe or device cannot be read as a model)", path);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
-  std::stringstream buf;
-  buf << f.rdbuf();
-  return import_onnx_bytes(buf.str(), path, options);
+  // One read of the known size: a stream copy of a model's weights cost more than parsing them.
+  const std::streamoff size = f.tellg();
+  GRIST_CHECK(size >= 0, "{}: cannot read file", path);
+  GRIST_CHECK(size <= (int64_t{1} << 31), "{}: {} bytes, over protobuf's 2 GiB limit for one ONNX file", path, size);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  f.seekg(0);
+  GRIST_CHECK(f.read(bytes.data(), size), "{}: cannot read file", path);
+  return import_onnx_bytes(bytes, path, options);
 }
 
 }  // namespace grist

@@ -376,6 +376,37 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
   return false;
 }
 
+// The output shape of a selection whose indices are exact (Slice, Expand, Tile, Pad), found by running its
+// kernel on one-byte placeholders of the data inputs: the shape without materialising two float64 tensors
+// of a large input's size (a U-Net's crops). The constant a Pad inserts joins `hull`.
+bool probe_selection_shape(const BoundsContext& c, uint32_t mask, Shape& out, Interval& hull) {
+  const std::string& t = c.node.op_type;
+  if (t != "Slice" && t != "Expand" && t != "Tile" && t != "Pad") return false;
+  std::vector<Tensor> store(c.inputs.size());
+  std::vector<const Tensor*> in(c.inputs.size(), nullptr);
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const IntervalTensor* x = c.input(i);
+    if (!x) continue;
+    const bool pad_value = t == "Pad" && i == 2;
+    if (is_data_input(mask, i) || pad_value) {
+      store[i] = Tensor(DType::UInt8, pad_value ? Shape{} : x->shape);
+      in[i] = &store[i];
+    } else {
+      in[i] = x->exact.get();
+    }
+  }
+  std::vector<Tensor> result;
+  if (!run_kernel(c.node, c.def, in, result) || result.empty() || !result[0].defined()) return false;
+  out = result[0].shape();
+  if (t == "Pad" && c.node.attr_string("mode", "constant") == "constant") {
+    const IntervalTensor* v = c.input(2);
+    const double attr = c.node.attr_float("value", 0.0);  // before opset 11 the constant is an attribute
+    const Interval pad = v ? v->hull() : Interval{attr, attr};
+    hull = {std::min(hull.lo, pad.lo), std::max(hull.hi, pad.hi)};
+  }
+  return true;
+}
+
 // True when it filled the outputs.
 bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
   if (c.outputs.empty() || !c.input(0)) return false;
@@ -424,7 +455,7 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
     if (lo_out.empty() || !lo_out[0].defined() || lo_out[0].numel() != 1) return false;
     fill_from(out, lo_out[0], hi_out[0], increasing);
     out.shape = shape;
-  } else if (exact && increasing && selection_shape(c, out.shape)) {
+  } else if (exact && increasing && (selection_shape(c, out.shape) || probe_selection_shape(c, mask, out.shape, hull))) {
     // Every output element is one of the inputs' elements.
     out.dtype = c.input(0)->dtype;
     out.shape_known = true;
@@ -463,6 +494,10 @@ Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t dat
       data_hull = {std::min(data_hull.lo, h.lo), std::max(data_hull.hi, h.hi)};
       lo_in[i] = &lo_store[i];
       hi_in[i] = &hi_store[i];
+    } else if (in->exact && is_float(in->exact->dtype()) && in->exact->dtype() != DType::Float64) {
+      // The data bounds run as float64: a float operand beside them (Pad's constant) must match.
+      cast_tensor(*in->exact, DType::Float64, lo_store[i]);
+      lo_in[i] = hi_in[i] = &lo_store[i];
     } else if (in->exact) {
       lo_in[i] = hi_in[i] = in->exact.get();
     } else if (!ranged_indices) {

@@ -445,6 +445,34 @@ RC_GTEST_PROP(IntervalSoundness, Slice, ()) {
               r);
 }
 
+// Pad inserts its constant: the output's interval must hold it as well as the data (constant mode), or
+// only the data (edge, reflect).
+RC_GTEST_PROP(IntervalSoundness, Pad, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 4);
+  std::vector<int64_t> pads(static_cast<size_t>(2 * shape.rank()));
+  for (auto& p : pads) p = r.pick(3);
+  const char* modes[] = {"constant", "edge", "reflect"};
+  const std::string mode = modes[r.pick(3)];
+  if (mode == "reflect")
+    for (int d = 0; d < shape.rank(); ++d) {  // reflect needs pads smaller than the dimension
+      pads[static_cast<size_t>(d)] = std::min<int64_t>(pads[static_cast<size_t>(d)], shape[d] - 1);
+      pads[static_cast<size_t>(d + shape.rank())] =
+          std::min<int64_t>(pads[static_cast<size_t>(d + shape.rank())], shape[d] - 1);
+    }
+  std::vector<Operand> ops = {boxed(r, shape, random_style(r)), exact_i64(pads)};
+  if (mode == "constant" && r.coin()) ops.push_back(exact_f32({}, to_f(r.uniform(-100, 100))));
+  check_sound({"Pad", {{"mode", attr_string(mode)}}}, ops, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Tile, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 4);
+  std::vector<int64_t> repeats;
+  for (int d = 0; d < shape.rank(); ++d) repeats.push_back(1 + r.pick(3));
+  check_sound({"Tile"}, {boxed(r, shape, random_style(r)), exact_i64(repeats)}, r);
+}
+
 RC_GTEST_PROP(IntervalSoundness, Gather, ()) {
   Random r(seed());
   const Shape shape = random_shape(r, 1, 3);

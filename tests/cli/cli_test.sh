@@ -30,6 +30,9 @@ expect "help explains the commands" 0 "hunt" -- "$GRIST" --help
 expect "no subcommand is a usage error" 2 "subcommand" -- "$GRIST"
 expect "run help lists --input" 0 "--input" -- "$GRIST" run --help
 expect "missing model file" 2 "error: .*nonexistent.onnx: cannot open" -- "$GRIST" run "$TMP/nonexistent.onnx"
+expect "a folder given as the model" 2 "is a folder, not an ONNX file" -- "$GRIST" scan "$TMP"
+mkfifo "$TMP/pipe.onnx"
+expect "a pipe given as the model (no hang)" 2 "not a regular file" -- timeout 10 "$GRIST" run "$TMP/pipe.onnx"
 echo "not a model" >"$TMP/notes.onnx"
 expect "not an ONNX file" 2 "notes.onnx: not an ONNX model" -- "$GRIST" run "$TMP/notes.onnx"
 expect "unsupported ops listed at once with node names" 2 "LSTM \(lstm_a, lstm_b\).*Det \(det_1\)|Det \(det_1\).*LSTM \(lstm_a, lstm_b\)" -- "$GRIST" run "$M/unsupported_ops.onnx"
