@@ -236,6 +236,32 @@ std::vector<int64_t> exact_ints(const IntervalTensor* t) {
 }
 
 // The output shape of a selection op from its input shapes and attributes; false where no rule applies here.
+// The output shape of a Reduce* op (axes an attribute, or an input from opset 13 for ReduceSum and 18 for
+// the others); false for an empty reduction or axes known only by range.
+bool reduced_shape(const BoundsContext& c, Shape& out) {
+  const Node& n = c.node;
+  const Shape& x = c.input(0)->shape;
+  const int rank = x.rank();
+  const bool axes_input = n.opset >= (n.op_type == "ReduceSum" ? 13 : 18);
+  std::vector<int64_t> axes = axes_input ? exact_ints(c.input(1)) : n.attr_ints("axes");
+  if (axes_input && c.input(1) && !c.input(1)->exact) return false;
+  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return false;
+  const bool keep = n.attr_int("keepdims", 1) != 0;
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  for (int64_t a : axes) {
+    a = a < 0 ? a + rank : a;
+    if (a < 0 || a >= rank) return false;
+    reduced[static_cast<size_t>(a)] = true;
+  }
+  out = Shape{};
+  for (int d = 0; d < rank; ++d) {
+    if (reduced[static_cast<size_t>(d)] && x[d] == 0) return false;
+    if (!reduced[static_cast<size_t>(d)]) out.push_back(x[d]);
+    else if (keep) out.push_back(1);
+  }
+  return true;
+}
+
 bool selection_shape(const BoundsContext& c, Shape& out) {
   const Node& n = c.node;
   const std::string& t = n.op_type;
@@ -269,25 +295,7 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
     }
     return true;
   }
-  if (t == "ReduceMax" || t == "ReduceMin") {
-    std::vector<int64_t> axes = n.opset >= 18 ? exact_ints(c.input(1)) : n.attr_ints("axes");
-    if (n.opset >= 18 && c.input(1) && !c.input(1)->exact) return false;
-    if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return false;
-    const bool keep = n.attr_int("keepdims", 1) != 0;
-    std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
-    for (int64_t a : axes) {
-      a = axis_of(a, rank);
-      if (a < 0 || a >= rank) return false;
-      reduced[static_cast<size_t>(a)] = true;
-    }
-    out = Shape{};
-    for (int d = 0; d < rank; ++d) {
-      if (reduced[static_cast<size_t>(d)] && x[d] == 0) return false;
-      if (!reduced[static_cast<size_t>(d)]) out.push_back(x[d]);
-      else if (keep) out.push_back(1);
-    }
-    return true;
-  }
+  if (t == "ReduceMax" || t == "ReduceMin") return reduced_shape(c, out);
   if (t == "Transpose") {
     std::vector<int64_t> perm = n.attr_ints("perm");
     if (perm.empty())
@@ -474,9 +482,38 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
   return true;
 }
 
+// Gather/GatherElements from a single-interval tensor: every output is one of its elements, whatever the
+// indices, and the shape follows from the indices' shape alone (no gather over a full-size tensor).
+bool gather_from_smashed(BoundsContext& c) {
+  const std::string& t = c.node.op_type;
+  const IntervalTensor* data = c.input(0);
+  const IntervalTensor* idx = c.input(1);
+  if ((t != "Gather" && t != "GatherElements") || !data || !idx || !data->shape_known || !idx->shape_known ||
+      !data->smashed() || c.outputs.size() != 1)
+    return false;
+  const int rank = data->shape.rank();
+  int64_t axis = c.node.attr_int("axis", 0);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis >= rank || data->shape[static_cast<int>(axis)] == 0) return false;
+  Shape shape;
+  if (t == "GatherElements") {
+    if (idx->shape.rank() != rank) return false;
+    shape = idx->shape;
+  } else {
+    for (int d = 0; d < axis; ++d) shape.push_back(data->shape[d]);
+    for (int d = 0; d < idx->shape.rank(); ++d) shape.push_back(idx->shape[d]);
+    for (int d = static_cast<int>(axis) + 1; d < rank; ++d) shape.push_back(data->shape[d]);
+  }
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(data->dtype, shape, data->hull());
+  out.may_be_nan = data->may_be_nan;
+  return true;
+}
+
 Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t data_inputs, bool ranged_indices) {
   const uint32_t mask = data_inputs ? data_inputs : c.def.differentiable_inputs;
   if (!ranged_indices && monotone_fast(c, exact, increasing, mask)) return Status::ok();
+  if (ranged_indices && exact && increasing && gather_from_smashed(c)) return Status::ok();
   const size_t n_in = c.inputs.size();
   std::vector<Tensor> lo_store(n_in), hi_store(n_in);
   std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
@@ -544,7 +581,31 @@ Status bounds_antitone(BoundsContext& c, bool exact) { return monotone_impl(c, e
 
 Status bounds_monotone_sum(BoundsContext& c) { return bounds_sum_of_terms(c, 0, c.node.op_type == "ReduceMean"); }
 
+namespace {
+// ReduceSum/ReduceMean of a single-interval tensor: the same bounds as below without running the kernel on
+// full-size tensors (every output adds `terms` values of one interval).
+bool smashed_reduce_bounds(BoundsContext& c, bool averaged) {
+  const IntervalTensor* x = c.input(0);
+  const std::string& t = c.node.op_type;
+  Shape shape;
+  if (!x || !x->shape_known || !x->smashed() || (t != "ReduceSum" && t != "ReduceMean") || c.outputs.empty() ||
+      !reduced_shape(c, shape) || shape.numel() == 0)
+    return false;
+  const double terms = static_cast<double>(x->numel() / shape.numel());
+  const Interval h = x->hull();
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x->dtype, shape, averaged ? h : Interval{terms * h.lo, terms * h.hi});
+  out.may_be_nan = x->may_be_nan;
+  const double mag = std::max(std::fabs(h.lo), std::fabs(h.hi)) * (averaged ? 1.0 : terms);
+  sum_widen(out, 0, gamma_f32(static_cast<int64_t>(terms)) * mag, averaged ? mag * terms : mag);
+  if (!out.may_be_nan && h.lo >= 0) out.lo[0] = std::max(out.lo[0], 0.0);
+  if (!out.may_be_nan && h.hi <= 0) out.hi[0] = std::min(out.hi[0], 0.0);
+  return true;
+}
+}  // namespace
+
 Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged) {
+  if (terms <= 0 && smashed_reduce_bounds(c, averaged)) return Status::ok();
   GRIST_TRY(monotone_impl(c, true, true, 0, false));
   const IntervalTensor* x = c.input(0);
   if (!x || !x->shape_known || c.outputs.empty() || !c.outputs[0].shape_known) return Status::ok();
