@@ -147,7 +147,10 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     Interval h = tensor_hull(init);
     Interval range;
     std::string why;
-    if (h.lo == 0 && h.hi == 0) {
+    if (o.manifest && o.manifest->scan_trained_weights) {
+      range = {o.manifest->scan_trained_weights->first, o.manifest->scan_trained_weights->second};
+      why = "manifest [scan] trained_weights";
+    } else if (h.lo == 0 && h.hi == 0) {
       range = kZeroWeight, why = "zero-initialised weight: RANUM default";
     } else if (h.lo == h.hi) {
       range = {h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}, why = "constant initial value widened by 100 %";

@@ -22,8 +22,11 @@ int ScanReport::count(Verdict v) const {
 
 namespace {
 
-// float32 exp overflows above this (the largest x with expf(x) finite).
-constexpr double kExpLimit = 88.72283935546875;
+// The danger zones of DEBAR and RANUM (PEERS.md), which grist shares: an operand this close to the pole
+// fails in the forward pass or in its derivative (sqrt′(0) = ∞, log′(v) = 1/v, a quotient by a denormal),
+// and exp this close to its limit overflows as soon as a few such terms are summed.
+constexpr double kTiny = 1e-37;
+constexpr double kExpDanger = 87.5;  // ≈ ln(1e38); expf overflows above 88.72
 
 bool all_whole(const IntervalTensor& t) {
   if (!t.exact) return t.hull().lo == t.hull().hi && std::floor(t.hull().lo) == t.hull().lo;
@@ -41,10 +44,10 @@ bool meets_danger(const HazardSite& s, const Node& node, const std::vector<Inter
   const Interval h = v.hull();
   const bool nan = v.may_be_nan;
   switch (s.failure) {
-    case Failure::LogOfNonPositive: danger = "≤ 0"; return nan || h.lo <= 0;
-    case Failure::DivisionByZero: danger = "∋ 0"; return nan || h.contains(0);
-    case Failure::SqrtOfNegative: danger = "< 0"; return nan || h.lo < 0;
-    case Failure::ExpOverflow: danger = "> 88.72"; return nan || h.hi > kExpLimit;
+    case Failure::LogOfNonPositive: danger = "≤ 1e-37"; return nan || h.lo <= kTiny;
+    case Failure::DivisionByZero: danger = "meets [-1e-37, 1e-37]"; return nan || (h.lo <= kTiny && h.hi >= -kTiny);
+    case Failure::SqrtOfNegative: danger = "≤ 1e-37 (< 0, or an infinite derivative at 0)"; return nan || h.lo <= kTiny;
+    case Failure::ExpOverflow: danger = "≥ 87.5"; return nan || h.hi >= kExpDanger;
     case Failure::PowZeroToNegative: {
       danger = "∋ 0 with exponent < 0";
       const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;

@@ -337,7 +337,8 @@ Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base
   Manifest m;
   m.path = path;
   m.search = base;
-  GRIST_TRY(r.only_keys(root, "", {"model", "loss", "inputs", "batch", "train", "monitor", "numerics", "search", "expect"}));
+  GRIST_TRY(r.only_keys(root, "", {"model", "loss", "inputs", "batch", "train", "monitor", "numerics", "search", "scan",
+                                      "expect"}));
   auto model = r.string(root, "", "model", "");
   if (!model) return model.error();
   if (model->empty()) return r.error("model", "is required (the ONNX file, relative to the manifest)");
@@ -381,6 +382,15 @@ Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base
     m.ftz = *f;
   }
   if (const toml::table* search = root.get_as<toml::table>("search")) GRIST_TRY(read_search(*search, r, m));
+  if (const toml::table* sc = root.get_as<toml::table>("scan")) {
+    GRIST_TRY(r.only_keys(*sc, "scan", {"trained_weights"}));
+    if (sc->get("trained_weights")) {
+      auto pr = r.pair(*sc, "scan.", "trained_weights");
+      if (!pr) return pr.error();
+      if (!(pr->first <= pr->second)) return r.error("scan.trained_weights", "needs LO <= HI");
+      m.scan_trained_weights = *pr;
+    }
+  }
   if (const toml::table* ex = root.get_as<toml::table>("expect")) {
     GRIST_TRY(r.only_keys(*ex, "expect", {"op", "node", "study_iterations", "study_seconds", "note", "counter_offset",
                                            "counter_step"}));

@@ -67,6 +67,9 @@ struct Manifest {
   bool monitor_dropout = false;
   bool ftz = false;
   SearchConfig search;
+  // grist scan: the range of every weight the model trains, where training is known to carry weights far
+  // beyond RANUM's default (their initial span widened by 100 %); unset: that default.
+  std::optional<std::pair<double, double>> scan_trained_weights;
   std::string target;            // hunt only this hazard (node name), empty: all
   Expectation expect;
 };

@@ -539,14 +539,25 @@ TEST(ScanGuards, LogSoftmaxIsSafeWhereLogOfSoftmaxIsNot) {
   EXPECT_EQ(verdict_of(scan_with(split, {-50, 50}, {2, 10}), "Log").verdict, Verdict::MayFail);
 }
 
-TEST(ScanGuards, SqrtOfReluIsSafe) {
-  Graph g = GraphBuilder()
-                .input("x", DType::Float32, {4})
-                .node("Relu", {"x"}, {"r"})
-                .node("Sqrt", {"r"}, {"y"})
-                .output("y")
-                .build();
-  EXPECT_EQ(verdict_of(scan_with(g, {-50, 50}), "Sqrt").verdict, Verdict::ProvedSafe);
+// sqrt(relu(x)) is finite, but its derivative at 0 is not (0.5/sqrt(0) · relu′ = ∞ · 0 = NaN in training):
+// flagged, as DEBAR and RANUM flag a Sqrt input ≤ 1e-37. A guard above that zone makes it safe.
+TEST(ScanGuards, SqrtOfReluIsFlaggedForItsDerivativeAndSafeWithAGuard) {
+  Graph bare = GraphBuilder()
+                   .input("x", DType::Float32, {4})
+                   .node("Relu", {"x"}, {"r"})
+                   .node("Sqrt", {"r"}, {"y"})
+                   .output("y")
+                   .build();
+  EXPECT_EQ(verdict_of(scan_with(bare, {-50, 50}), "Sqrt").verdict, Verdict::MayFail);
+  Graph guarded = GraphBuilder()
+                      .input("x", DType::Float32, {4})
+                      .constant("eps", Tensor::scalar<float>(1e-6f))
+                      .node("Relu", {"x"}, {"r"})
+                      .node("Add", {"r", "eps"}, {"s"})
+                      .node("Sqrt", {"s"}, {"y"})
+                      .output("y")
+                      .build();
+  EXPECT_EQ(verdict_of(scan_with(guarded, {-50, 50}), "Sqrt").verdict, Verdict::ProvedSafe);
 }
 
 TEST(ScanGuards, ReciprocalOfExpPlusOneIsSafe) {
@@ -573,13 +584,43 @@ TEST(ScanGuards, LogOfSigmoidFailsOnlyWhenSigmoidCanUnderflow) {
 }
 
 // Large tensors hold one interval: the same verdicts, and the fast path keeps shapes right.
+// Training can carry weights far beyond RANUM's default (their initial span widened by 100 %); a manifest
+// says how far with [scan] trained_weights, and the scan names that assumption.
+TEST(ScanRanges, ManifestTrainedWeightsReplaceRanumsDefault) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {2})
+                .constant("w", Tensor::from<float>({2}, {0.01f, -0.01f}))
+                .node("Mul", {"x", "w"}, {"y"})
+                .node("Exp", {"y"}, {"z"})
+                .output("z")
+                .build();
+  Manifest m;
+  m.train.enabled = true;
+  m.train.all_params = true;
+  ScanOptions o;
+  o.manifest = &m;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {2}, {0, 100});
+  auto ranum = scan(g, o);
+  ASSERT_TRUE(ranum.is_ok()) << ranum.message();
+  EXPECT_EQ(verdict_of(*ranum, "Exp").verdict, Verdict::ProvedSafe);  // w in [-0.03, 0.03]: y ≤ 3
+  m.scan_trained_weights = std::pair{-1.0, 1.0};
+  auto wide = scan(g, o);
+  ASSERT_TRUE(wide.is_ok()) << wide.message();
+  EXPECT_EQ(verdict_of(*wide, "Exp").verdict, Verdict::MayFail);  // y up to 100
+  bool named = false;
+  for (const auto& a : wide->assumptions) named |= a.name == "w" && a.reason == "manifest [scan] trained_weights";
+  EXPECT_TRUE(named);
+}
+
 TEST(ScanGuards, LargeTensorsKeepVerdictsAndShapes) {
   Graph g = GraphBuilder()
                 .input("x", DType::Float32, {1, 3, 64, 64})
                 .node("Relu", {"x"}, {"r"})
                 .node("MaxPool", {"r"}, {"p"}, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}})
                 .node("ReduceMean", {"p"}, {"m"}, {{"axes", attr_ints({2, 3})}, {"keepdims", attr_int(0)}})
-                .node("Sqrt", {"m"}, {"y"})
+                .constant("one", Tensor::scalar<float>(1))
+                .node("Add", {"m", "one"}, {"s"})
+                .node("Sqrt", {"s"}, {"y"})
                 .output("y")
                 .build();
   ScanOptions o;
