@@ -13,8 +13,9 @@ DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config ccache \
   python3-torch python3-onnx python3-numpy libopenblas0-pthread clang libclang-rt-14-dev
 
 # The quick slice of the benchmark that `make test` hunts end to end: the PyTorch toys, two MNIST subjects, the
-# sqrt whose NaN is only in the loss's gradient (5) and a softmax regression only the weight search reaches (20).
-ZOO_SLICE := 2a,3,5,20,23,26,27,32,33,37,38,46,54,56,57
+# sqrt whose NaN is only in the loss's gradient (5), a softmax regression only the weight search reaches (20) and
+# a divisor made of weights, settled first by an exact weight step (28b).
+ZOO_SLICE := 2a,3,5,20,23,26,27,28b,32,33,37,38,46,54,56,57
 # Debian's interpreter: the python3 first on PATH may not see Debian's torch.
 PYTHON := /usr/bin/python3
 

@@ -59,7 +59,7 @@ class TargetSearch {
   Status feed(const Batch& b);
   Status input_step(int64_t it);
   void step_weights();
-  void newton_step_weights();
+  bool newton_step_weights();  // false: no weight has a gradient of the objective
   bool weights_join_now(int64_t it, double elapsed, double budget_s) const;
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
@@ -232,7 +232,7 @@ void TargetSearch::step_weights() {
 // failure made of weights only (a divisor gain + 1e-7), fixed-size sign steps hop over zero for ever, and
 // this lands on it within a few steps. (The study took such a step on all of a variable at once, where the
 // one-hot gradient made δ = ∞ and then 0/0: the NaN it reported came from the step itself.)
-void TargetSearch::newton_step_weights() {
+bool TargetSearch::newton_step_weights() {
   ValueId best = kNoValue;
   int64_t at = -1;
   double slope = 0;
@@ -248,8 +248,9 @@ void TargetSearch::newton_step_weights() {
       }
     }
   }
+  if (best == kNoValue) return false;
   const double delta = slope != 0 ? objective_ / slope : 0;
-  if (best == kNoValue || delta == 0 || !std::isfinite(delta)) return;
+  if (delta == 0 || !std::isfinite(delta)) return true;
   Tensor& w = ex_->mutable_value(best);
   dispatch_float(w.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -257,6 +258,7 @@ void TargetSearch::newton_step_weights() {
     p[at] = static_cast<T>(static_cast<double>(p[at]) - delta);
   });
   weights_changed_ = true;
+  return true;
 }
 
 // The weights join when the inputs have had their share of the budget, or at once when the first backward
@@ -471,7 +473,14 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
           for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;
         }
         GRIST_TRY(input_step(it));
-        if (weights_searched_) newton_ ? newton_step_weights() : step_weights();
+        if (weights_searched_ && !newton_) step_weights();
+        if (weights_searched_ && newton_ && !newton_step_weights() && it == out.weights_from) {
+          // Neither data nor weights reach it: a divisor made of constants only training could change.
+          out.iterations = it;
+          out.seconds = seconds_between(start, Clock::now());
+          out.stopped = "no data input and no weight reaches its operand (it is made of constants)";
+          break;
+        }
       }
     }
 
@@ -510,7 +519,22 @@ struct PlannedHazard {
 // scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
 // model hunts them last instead, with a smaller share of the time than the hazards that may fail.
 // Without the scan: execution order, equal shares.
-std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o,
+// Which values some searched data input reaches (forward along the graph, whose nodes are in order).
+std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
+  std::vector<bool> reached(g.values.size(), false);
+  for (const auto& name : data.input_names())
+    if (data.spec(name).role == InputRole::Data) reached[static_cast<size_t>(g.find_value(name))] = true;
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (ValueId in : n.inputs) any |= in != kNoValue && reached[static_cast<size_t>(in)];
+    if (any)
+      for (ValueId out : n.outputs)
+        if (out != kNoValue) reached[static_cast<size_t>(out)] = true;
+  }
+  return reached;
+}
+
+std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, const Dataset& data,
                                         const std::vector<const HazardSite*>& targets, HuntReport& report) {
   constexpr double kMayFail = 1.0, kPropagated = 0.5, kSafeUnlessWeightsMove = 0.25;
   auto equal_shares = [&] {
@@ -549,6 +573,19 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o,
   for (const HazardSite* t : may_fail) plan.push_back({t, kMayFail});
   for (const HazardSite* t : propagated) plan.push_back({t, kPropagated});
   for (const HazardSite* t : safe_if_weights_stay) plan.push_back({t, kSafeUnlessWeightsMove});
+  // When weights are searched, a hazard no data input reaches (a divisor made of weights or constants) is
+  // settled fast: exact weight steps reach zero in a few iterations or give up once they stop progressing.
+  // Such hazards go first, those whose operand is a weight itself (one exact step) before the others, so
+  // the slow searches get what they leave.
+  if (o.manifest.search.weight_change > 0 && !o.manifest.search.faithful) {
+    const std::vector<bool> reached = reached_from_data(g, data);
+    auto weights_only = [&](const PlannedHazard& p) { return !reached[static_cast<size_t>(p.site->objective_value)]; };
+    auto is_weight = [&](const PlannedHazard& p) {
+      return g.value(p.site->objective_value).kind == ValueKind::Initializer;
+    };
+    auto first = std::stable_partition(plan.begin(), plan.end(), weights_only);
+    std::stable_partition(plan.begin(), first, is_weight);
+  }
   return plan;
 }
 
@@ -572,7 +609,7 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
   auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
-  const std::vector<PlannedHazard> plan = plan_hazards(g, o, targets, report);
+  const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
   // The time limit is shared by weight: each hazard gets its share of what is left when its turn comes, so
   // time a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;
