@@ -112,6 +112,20 @@ Operand exact_i64(const std::vector<int64_t>& v) {
   return o;
 }
 
+// A bool operand: each element known false, known true, or either.
+Operand boolean(Random& r, const Shape& shape) {
+  Operand o;
+  o.shape = shape;
+  o.dtype = DType::Bool;
+  o.smashed = shape.numel() > 1 && r.coin(0.3);
+  const int64_t n = o.smashed ? 1 : shape.numel();
+  for (int64_t i = 0; i < n; ++i) {
+    const int kind = r.pick(3);
+    o.boxes.push_back(kind == 0 ? Interval{0, 0} : kind == 1 ? Interval{1, 1} : Interval{0, 1});
+  }
+  return o;
+}
+
 Operand exact_f32(const Shape& shape, float v) {
   Operand o;
   o.exact = true;
@@ -137,6 +151,8 @@ Tensor concrete(Random& r, const Operand& o) {
     const Interval box = o.boxes[static_cast<size_t>(o.smashed ? 0 : i)];
     if (o.dtype == DType::Int64) {
       t.data<int64_t>()[i] = static_cast<int64_t>(std::llround(r.uniform(box.lo, box.hi)));
+    } else if (o.dtype == DType::Bool) {
+      t.data<bool>()[i] = box.lo == box.hi ? box.lo != 0 : r.coin();
     } else {
       t.data<float>()[i] = random_point(r, box);
     }
@@ -228,6 +244,20 @@ RC_GTEST_PROP(IntervalSoundness, Sigmoid, ()) { unary_property("Sigmoid"); }
 RC_GTEST_PROP(IntervalSoundness, Tanh, ()) { unary_property("Tanh"); }
 RC_GTEST_PROP(IntervalSoundness, Relu, ()) { unary_property("Relu"); }
 RC_GTEST_PROP(IntervalSoundness, Reciprocal, ()) { unary_property("Reciprocal"); }
+RC_GTEST_PROP(IntervalSoundness, Ceil, ()) { unary_property("Ceil"); }
+RC_GTEST_PROP(IntervalSoundness, Floor, ()) { unary_property("Floor"); }
+RC_GTEST_PROP(IntervalSoundness, Round, ()) { unary_property("Round"); }
+RC_GTEST_PROP(IntervalSoundness, Sign, ()) { unary_property("Sign"); }
+RC_GTEST_PROP(IntervalSoundness, Identity, ()) { unary_property("Identity"); }
+RC_GTEST_PROP(IntervalSoundness, Erf, ()) { unary_property("Erf"); }
+RC_GTEST_PROP(IntervalSoundness, Softplus, ()) { unary_property("Softplus"); }
+RC_GTEST_PROP(IntervalSoundness, Softsign, ()) { unary_property("Softsign"); }
+RC_GTEST_PROP(IntervalSoundness, IsInf, ()) { unary_property("IsInf"); }
+RC_GTEST_PROP(IntervalSoundness, IsNaN, ()) { unary_property("IsNaN"); }
+RC_GTEST_PROP(IntervalSoundness, Not, ()) {
+  Random r(seed());
+  check_sound({"Not"}, {boolean(r, random_shape(r, 0, 3))}, r);
+}
 
 void binary_property(const char* op) {
   Random r(seed());
@@ -239,6 +269,33 @@ void binary_property(const char* op) {
 }
 
 RC_GTEST_PROP(IntervalSoundness, Add, ()) { binary_property("Add"); }
+RC_GTEST_PROP(IntervalSoundness, Max, ()) { binary_property("Max"); }
+RC_GTEST_PROP(IntervalSoundness, Min, ()) { binary_property("Min"); }
+RC_GTEST_PROP(IntervalSoundness, Equal, ()) { binary_property("Equal"); }
+RC_GTEST_PROP(IntervalSoundness, Greater, ()) { binary_property("Greater"); }
+RC_GTEST_PROP(IntervalSoundness, GreaterOrEqual, ()) { binary_property("GreaterOrEqual"); }
+RC_GTEST_PROP(IntervalSoundness, Less, ()) { binary_property("Less"); }
+RC_GTEST_PROP(IntervalSoundness, LessOrEqual, ()) { binary_property("LessOrEqual"); }
+
+void logic_property(const char* op) {
+  Random r(seed());
+  const Shape out = random_shape(r, 0, 3);
+  Shape sa = broadcast_operand(r, out), sb = broadcast_operand(r, out);
+  if (r.coin()) sa = out; else sb = out;
+  check_sound({op}, {boolean(r, sa), boolean(r, sb)}, r);
+}
+RC_GTEST_PROP(IntervalSoundness, And, ()) { logic_property("And"); }
+RC_GTEST_PROP(IntervalSoundness, Or, ()) { logic_property("Or"); }
+RC_GTEST_PROP(IntervalSoundness, Xor, ()) { logic_property("Xor"); }
+
+RC_GTEST_PROP(IntervalSoundness, Where, ()) {
+  Random r(seed());
+  const Shape out = random_shape(r, 0, 3);
+  const BoxStyle s = random_style(r);
+  check_sound({"Where"}, {boolean(r, r.coin() ? out : broadcast_operand(r, out)), boxed(r, out, s),
+                          boxed(r, broadcast_operand(r, out), random_style(r))},
+              r);
+}
 RC_GTEST_PROP(IntervalSoundness, Sub, ()) { binary_property("Sub"); }
 RC_GTEST_PROP(IntervalSoundness, Mul, ()) { binary_property("Mul"); }
 RC_GTEST_PROP(IntervalSoundness, Div, ()) { binary_property("Div"); }
@@ -389,6 +446,7 @@ void reduce_property(const char* op, bool axes_input) {
 RC_GTEST_PROP(IntervalSoundness, ReduceSum, ()) { reduce_property("ReduceSum", true); }
 RC_GTEST_PROP(IntervalSoundness, ReduceMean, ()) { reduce_property("ReduceMean", false); }
 RC_GTEST_PROP(IntervalSoundness, ReduceMax, ()) { reduce_property("ReduceMax", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceMin, ()) { reduce_property("ReduceMin", false); }
 
 // ---- shape and selection ----------------------------------------------------------------------------
 
@@ -402,6 +460,60 @@ RC_GTEST_PROP(IntervalSoundness, Reshape, ()) {
     default: target = {0, -1, 1}; break;
   }
   check_sound({"Reshape"}, {boxed(r, shape, random_style(r)), exact_i64(target)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Flatten, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 4);
+  check_sound({"Flatten", {{"axis", attr_int(r.pick(shape.rank() + 1))}}}, {boxed(r, shape, random_style(r))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, SqueezeAndUnsqueeze, ()) {
+  Random r(seed());
+  Shape shape = random_shape(r, 1, 3);
+  const int at = r.pick(shape.rank() + 1);
+  check_sound({"Unsqueeze"}, {boxed(r, shape, random_style(r)), exact_i64({at})}, r);
+  std::vector<int64_t> dims = shape.to_vector();
+  dims.insert(dims.begin() + at, 1);
+  const Shape with_one(dims);
+  check_sound({"Squeeze"}, {boxed(r, with_one, random_style(r)), exact_i64({at})}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Expand, ()) {
+  Random r(seed());
+  const Shape out = random_shape(r, 1, 3);
+  const Shape in = broadcast_operand(r, out);
+  std::vector<int64_t> target(out.begin(), out.end());
+  check_sound({"Expand"}, {boxed(r, in, random_style(r)), exact_i64(target)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, Cast, ()) {
+  Random r(seed());
+  const DType to[] = {DType::Float64, DType::Int32, DType::Int64, DType::Bool, DType::Float32};
+  const DType t = to[r.pick(5)];
+  BoxStyle s = random_style(r, false);
+  if (t == DType::Int32 || t == DType::Int64) s.scale = std::min(s.scale, 1e6);  // in the integer's range
+  check_sound({"Cast", {{"to", attr_int(static_cast<int64_t>(t))}}}, {boxed(r, random_shape(r, 0, 3), s)}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, GatherElements, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3);
+  const int axis = r.pick(shape.rank());
+  Shape idx_shape = shape;
+  idx_shape[axis] = 1 + r.pick(3);
+  std::vector<int64_t> idx(static_cast<size_t>(idx_shape.numel()));
+  for (auto& v : idx) v = r.pick(static_cast<int>(shape[axis]));
+  Operand indices = exact_i64(idx);
+  indices.shape = idx_shape;
+  indices.value.reshape(idx_shape);
+  check_sound({"GatherElements", {{"axis", attr_int(axis)}}}, {boxed(r, shape, random_style(r)), indices}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, GlobalMaxPool, ()) {
+  Random r(seed());
+  const Shape shape{1 + r.pick(2), 1 + r.pick(3), 1 + r.pick(4), 1 + r.pick(4)};
+  check_sound({"GlobalMaxPool"}, {boxed(r, shape, random_style(r))}, r);
 }
 
 RC_GTEST_PROP(IntervalSoundness, Transpose, ()) {
