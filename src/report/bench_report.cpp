@@ -68,16 +68,16 @@ std::string bench_totals(const std::vector<SubjectResult>& rows) {
 }
 
 std::string bench_csv(const std::vector<SubjectResult>& rows) {
-  std::string s = "bug,expected_op,runs,triggered,expected_op_hits,mean_s,median_s,median_iterations,"
-                  "median_study_count,study_seconds,study_iterations,first_producer,error\n";
+  std::string s = "bug,expected_op,runs,triggered,expected_op_hits,weight_search_hits,mean_s,median_s,"
+                  "median_iterations,median_study_count,study_seconds,study_iterations,first_producer,error\n";
   auto quote = [](std::string v) {
     std::string q = "\"";
     for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
   };
   for (const auto& r : rows)
-    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.expected_op, r.runs, r.triggered,
-                     r.expected_op_hits, r.triggered ? fmt::format("{:.6f}", r.mean_seconds()) : "",
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", r.id, r.expected_op, r.runs, r.triggered,
+                     r.expected_op_hits, r.weight_search_hits, r.triggered ? fmt::format("{:.6f}", r.mean_seconds()) : "",
                      r.triggered ? fmt::format("{:.6f}", r.median_seconds()) : "",
                      r.triggered ? std::to_string(r.median_iterations()) : "",
                      r.triggered ? std::to_string(r.median_study_count()) : "",
@@ -90,7 +90,8 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& r : rows) {
     nlohmann::json x{{"bug", r.id},           {"expected_op", r.expected_op}, {"runs", r.runs},
-                     {"triggered", r.triggered}, {"expected_op_hits", r.expected_op_hits}, {"seconds", r.seconds},
+                     {"triggered", r.triggered}, {"expected_op_hits", r.expected_op_hits},
+                     {"weight_search_hits", r.weight_search_hits}, {"seconds", r.seconds},
                      {"iterations", r.iterations}, {"study_counts", r.study_counts}, {"first_producer", r.producer}};
     if (r.study_seconds) x["study_seconds"] = *r.study_seconds;
     if (r.study_iterations) x["study_iterations"] = *r.study_iterations;
@@ -102,15 +103,15 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
 }
 
 std::string bench_markdown(const std::vector<SubjectResult>& rows) {
-  std::string s = "| bug | op | triggered | mean s | median s | median iterations | study count | study | "
-                  "speed-up | first producer |\n|---|---|---|---|---|---|---|---|---|---|\n";
+  std::string s = "| bug | op | triggered | by weights | mean s | median s | median iterations | study count | study | "
+                  "speed-up | first producer |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     if (!r.error.empty()) {
-      s += fmt::format("| {} | {} | error | | | | | {} | | {} |\n", r.id, r.expected_op, study_figure(r), r.error);
+      s += fmt::format("| {} | {} | error | | | | | | {} | | {} |\n", r.id, r.expected_op, study_figure(r), r.error);
       continue;
     }
-    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.expected_op, r.triggered,
-                     r.runs, r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
+    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.expected_op,
+                     r.triggered, r.runs, r.weight_search_hits, r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
                      r.triggered ? fmt::format("{:.4f}", r.median_seconds()) : "-",
                      r.triggered ? std::to_string(r.median_iterations()) : "-",
                      r.triggered ? std::to_string(r.median_study_count()) : "-", study_figure(r), speedup(r),

@@ -111,6 +111,7 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       r.iterations.push_back(out.iterations);
       r.study_counts.push_back(manifest->expect.study_count(out.iterations));
       if (r.expected_op.empty() || out.event.op_type == r.expected_op) ++r.expected_op_hits;
+      if (out.weights_from > 0) ++r.weight_search_hits;
       if (r.producer.empty())
         r.producer = fmt::format("{} '{}' ({})", out.event.op_type, out.event.node_name, pass_name(out.pass));
       break;

@@ -28,6 +28,7 @@ struct SubjectResult {
   int runs = 0;
   int triggered = 0;
   int expected_op_hits = 0;          // triggers whose producer is the expected op
+  int weight_search_hits = 0;        // triggers found once the weights had joined the search
   std::vector<double> seconds;       // of the triggered runs
   std::vector<int64_t> iterations;   // of the triggered runs, grist's 1-based count
   std::vector<int64_t> study_counts; // the same in the study's counting
