@@ -398,6 +398,26 @@ RC_GTEST_PROP(IntervalSoundness, Conv, ()) {
   check_sound(spec, ops, r);
 }
 
+RC_GTEST_PROP(IntervalSoundness, ConvTranspose, ()) {
+  Random r(seed());
+  const int spatial = 1 + r.pick(2);
+  const int64_t c_in = 1 + r.pick(2), c_out = 1 + r.pick(2);
+  Shape xs{1 + r.pick(2), c_in}, ws{c_in, c_out};
+  std::vector<int64_t> strides, pads(2 * spatial);
+  for (int d = 0; d < spatial; ++d) {
+    const int64_t k = 1 + r.pick(3);
+    xs.push_back(1 + r.pick(4));
+    ws.push_back(k);
+    strides.push_back(1 + r.pick(2));
+    pads[d] = r.pick(static_cast<int>(k));
+    pads[spatial + d] = r.pick(static_cast<int>(k));
+  }
+  NodeSpec spec{"ConvTranspose", {{"strides", attr_ints(strides)}, {"pads", attr_ints(pads)}}};
+  std::vector<Operand> ops{boxed(r, xs, random_style(r, false)), boxed(r, ws, random_style(r, false))};
+  if (r.coin()) ops.push_back(boxed(r, {c_out}, random_style(r, false)));
+  check_sound(spec, ops, r);
+}
+
 // ---- pooling ----------------------------------------------------------------------------------------
 
 void pool_property(const char* op) {
