@@ -1,6 +1,7 @@
 #include "analysis/scan.h"
 
 #include <cfloat>
+#include <cmath>
 #include <chrono>
 
 namespace grist {
@@ -57,6 +58,14 @@ bool meets_danger(const HazardSite& s, const Node& node, const std::vector<Inter
       danger = "< 0 with a fractional exponent";
       const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;
       return nan || (h.lo < 0 && (!e || e->may_be_nan || !all_whole(*e)));
+    }
+    case Failure::PowOverflow: {
+      danger = "a power beyond FLT_MAX";
+      const ValueId out = node.outputs.empty() ? kNoValue : node.outputs[0];
+      if (nan || out == kNoValue) return true;
+      const IntervalTensor& y = values[static_cast<size_t>(out)];
+      const Interval yh = y.hull();
+      return y.may_be_nan || !(std::fabs(yh.lo) <= FLT_MAX && std::fabs(yh.hi) <= FLT_MAX);
     }
     case Failure::LogSoftmaxSpread: danger = "spread > FLT_MAX"; return nan || !(h.hi - h.lo < FLT_MAX);
     case Failure::LossZeroDenominator: {

@@ -862,11 +862,18 @@ bool pow_exponent_may_be_fractional(const Graph& g, const Node& n) {
   auto e = constant_exponent(g, n);
   return !e || *e != std::floor(*e);
 }
+bool pow_exponent_may_exceed_one(const Graph& g, const Node& n) {
+  auto e = constant_exponent(g, n);
+  return !e || *e > 1;
+}
 constexpr HazardSpec kPowHazards[] = {
     {0, Failure::PowZeroToNegative, Objective::MinAbs, "base = 0 with a negative exponent",
      "keep the base away from zero: pow(clamp(v, min=eps), e)", pow_exponent_may_be_negative},
     {0, Failure::PowNegativeToFraction, Objective::Min, "base < 0 with a fractional exponent",
-     "clamp the base at zero: pow(clamp(v, min=0), e)", pow_exponent_may_be_fractional}};
+     "clamp the base at zero: pow(clamp(v, min=0), e)", pow_exponent_may_be_fractional},
+    {0, Failure::PowOverflow, Objective::NegMax, "|base|^exponent > FLT_MAX",
+     "bound the base before raising it, pow(clamp(v, -c, c), e), or work in logs: e·log(v)",
+     pow_exponent_may_exceed_one}};
 
 }  // namespace
 

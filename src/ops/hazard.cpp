@@ -10,6 +10,7 @@ std::string_view failure_name(Failure f) {
     case Failure::ExpOverflow: return "exp overflow";
     case Failure::PowZeroToNegative: return "zero to a negative power";
     case Failure::PowNegativeToFraction: return "negative base to a fractional power";
+    case Failure::PowOverflow: return "power beyond the float range";
     case Failure::LogSoftmaxSpread: return "log-softmax gap beyond the float range";
     case Failure::LossZeroDenominator: return "loss mean over zero total weight";
     case Failure::RangeZeroDelta: return "Range with a zero step";

@@ -15,6 +15,7 @@ enum class Failure {
   ExpOverflow,          // exp(v), v > 88.72 in float32: +inf
   PowZeroToNegative,    // pow(0, e < 0): inf
   PowNegativeToFraction,// pow(v < 0, non-integer e): NaN
+  PowOverflow,          // pow(v, e > 1) beyond FLT_MAX: inf
   LogSoftmaxSpread,     // log_softmax with a gap beyond the float range: −inf
   LossZeroDenominator,  // NLL / cross-entropy mean over zero total weight: 0/0
   RangeZeroDelta,       // Range with delta 0: an endless sequence

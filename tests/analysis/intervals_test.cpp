@@ -654,6 +654,32 @@ TEST(ScanGuards, LogOfXPlusOneIsSafeForNonNegativeX) {
   EXPECT_EQ(verdict_of(scan_with(g, {-10, 10}), "Log").verdict, Verdict::MayFail);
 }
 
+// x² overflows for |x| > 1.8e19: a Pow hazard site when the exponent may exceed 1, may-fail only when the
+// base's range reaches that far.
+TEST(ScanGuards, PowOverflowsOnlyWhereTheBaseReachesFar) {
+  auto square = [](float exponent) {
+    return GraphBuilder()
+        .input("x", DType::Float32, {4})
+        .constant("e", Tensor::scalar<float>(exponent))
+        .node("Pow", {"x", "e"}, {"y"})
+        .output("y")
+        .build();
+  };
+  Graph g = square(2);
+  auto overflow = [](const ScanReport& rep) -> const HazardVerdict* {
+    for (const HazardVerdict& v : rep.verdicts)
+      if (v.site.failure == Failure::PowOverflow) return &v;
+    return nullptr;
+  };
+  const ScanReport narrow = scan_with(g, {-10, 10}), wide = scan_with(g, {-1e20, 1e20});
+  ASSERT_NE(overflow(narrow), nullptr);
+  EXPECT_EQ(overflow(narrow)->verdict, Verdict::ProvedSafe);
+  ASSERT_NE(overflow(wide), nullptr);
+  EXPECT_EQ(overflow(wide)->verdict, Verdict::MayFail);
+  Graph root = square(0.5f);
+  EXPECT_EQ(overflow(scan_with(root, {0, 1e30})), nullptr);  // an exponent ≤ 1 cannot overflow
+}
+
 TEST(ScanGuards, LogSoftmaxIsSafeWhereLogOfSoftmaxIsNot) {
   Graph fused = GraphBuilder()
                     .input("x", DType::Float32, {2, 10})
