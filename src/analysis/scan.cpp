@@ -47,7 +47,9 @@ bool meets_danger(const HazardSite& s, const Node& node, const std::vector<Inter
   switch (s.failure) {
     case Failure::LogOfNonPositive: danger = "≤ 1e-37"; return nan || h.lo <= kTiny;
     case Failure::DivisionByZero: danger = "meets [-1e-37, 1e-37]"; return nan || (h.lo <= kTiny && h.hi >= -kTiny);
-    case Failure::SqrtOfNegative: danger = "≤ 1e-37 (< 0, or an infinite derivative at 0)"; return nan || h.lo <= kTiny;
+    case Failure::SqrtOfNegative:
+      danger = "≤ 1e-37 (< 0, or an infinite derivative at 0)";
+      return nan || h.lo <= kTiny;
     case Failure::ExpOverflow: danger = "≥ 87.5"; return nan || h.hi >= kExpDanger;
     case Failure::PowZeroToNegative: {
       danger = "∋ 0 with exponent < 0";

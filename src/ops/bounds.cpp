@@ -463,7 +463,8 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
     if (lo_out.empty() || !lo_out[0].defined() || lo_out[0].numel() != 1) return false;
     fill_from(out, lo_out[0], hi_out[0], increasing);
     out.shape = shape;
-  } else if (exact && increasing && (selection_shape(c, out.shape) || probe_selection_shape(c, mask, out.shape, hull))) {
+  } else if (exact && increasing &&
+             (selection_shape(c, out.shape) || probe_selection_shape(c, mask, out.shape, hull))) {
     // Every output element is one of the inputs' elements.
     out.dtype = c.input(0)->dtype;
     out.shape_known = true;

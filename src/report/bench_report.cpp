@@ -111,7 +111,8 @@ std::string bench_markdown(const std::vector<SubjectResult>& rows) {
       continue;
     }
     s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.expected_op,
-                     r.triggered, r.runs, r.weight_search_hits, r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
+                     r.triggered, r.runs, r.weight_search_hits,
+                     r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
                      r.triggered ? fmt::format("{:.4f}", r.median_seconds()) : "-",
                      r.triggered ? std::to_string(r.median_iterations()) : "-",
                      r.triggered ? std::to_string(r.median_study_count()) : "-", study_figure(r), speedup(r),

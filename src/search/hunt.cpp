@@ -305,7 +305,8 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
   }
   GRIST_TRY(ex_->backward(loss_, params_));
   if (!cfg_.faithful && ex_->backward_event().found) {
-    record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout, rng_before);
+    record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout,
+                   rng_before);
     fired = true;
     return Status::ok();
   }
@@ -328,7 +329,8 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     e.first_value = w.get_as_double(e.counts.first_index);
     record_trigger(out, TriggerPass::OptimizerStep, e, witness_batch(), m_.train.dropout, rng_before);
     out.witness.weights.clear();
-    for (size_t i = 0; i < params_.size(); ++i) out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
+    for (size_t i = 0; i < params_.size(); ++i)
+      out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
     fired = true;
     return Status::ok();
   }
@@ -514,11 +516,6 @@ struct PlannedHazard {
   double share;
 };
 
-// The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
-// an upstream failure. Proved-safe ones are skipped only when nothing trains and the weights stay put: the
-// scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
-// model hunts them last instead, with a smaller share of the time than the hazards that may fail.
-// Without the scan: execution order, equal shares.
 // Which values some searched data input reaches (forward along the graph, whose nodes are in order).
 std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
   std::vector<bool> reached(g.values.size(), false);
@@ -534,6 +531,11 @@ std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
   return reached;
 }
 
+// The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
+// an upstream failure. Proved-safe ones are skipped only when nothing trains and the weights stay put: the
+// scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
+// model hunts them last instead, with a smaller share of the time than the hazards that may fail.
+// Without the scan: execution order, equal shares.
 std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, const Dataset& data,
                                         const std::vector<const HazardSite*>& targets, HuntReport& report) {
   constexpr double kMayFail = 1.0, kPropagated = 0.5, kSafeUnlessWeightsMove = 0.25;
