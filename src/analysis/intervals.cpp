@@ -211,7 +211,11 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         for (auto& v : t.hi)
           if (v > FLT_MAX) v = kInf;
       }
-      t.smash_if_large();
+      if (t.lo.size() == 1) t.blocks = Shape{};
+      if (t.blocks.rank() > 0 && (t.blocks.rank() != t.shape.rank() || t.blocks.numel() != int64_t(t.lo.size())))
+        return make_error("{} ({}): bounds on blocks {} do not fit shape {}", node.name, node.op_type,
+                          t.blocks.str(), t.shape.str());
+      t.partition_if_large();
       a.values[static_cast<size_t>(node.outputs[k])] = std::move(t);
     }
   }

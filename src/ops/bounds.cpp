@@ -1,6 +1,7 @@
 #include "ops/bounds.h"
 
 #include <algorithm>
+#include <array>
 #include <cfloat>
 
 #include "ops/kernel_util.h"
@@ -111,11 +112,99 @@ IntervalTensor IntervalTensor::of_exact(Tensor value) {
   return t;
 }
 
-void IntervalTensor::smash_if_large() {
-  if (lo.size() <= 1 || numel() <= kElementwiseLimit) return;
-  Interval h = hull();
-  lo = {h.lo};
-  hi = {h.hi};
+size_t IntervalTensor::block_of(int64_t i) const {
+  size_t block = 0, stride = 1;
+  for (int d = shape.rank() - 1; d >= 0; --d) {
+    const int64_t n = shape[d], index = i % n;
+    i /= n;
+    if (blocks[d] != 1) {
+      block += static_cast<size_t>(index) * stride;
+      stride *= static_cast<size_t>(blocks[d]);
+    }
+  }
+  return block;
+}
+
+Shape IntervalTensor::grid() const {
+  if (lo.size() == 1) {
+    Shape ones;
+    for (int d = 0; d < shape.rank(); ++d) ones.push_back(1);
+    return ones;
+  }
+  return blocks.rank() > 0 ? blocks : shape;
+}
+
+void IntervalTensor::set_grid(const Shape& g) {
+  Shape aligned;
+  for (int d = g.rank(); d < shape.rank(); ++d) aligned.push_back(1);
+  for (int64_t v : g) aligned.push_back(v);
+  blocks = aligned.numel() <= 1 || aligned == shape || shape.numel() == 0 ? Shape{} : aligned;
+}
+
+IntervalTensor IntervalTensor::without_blocks() const {
+  IntervalTensor t = *this;
+  t.blocks = Shape{};
+  if (!blocked()) return t;
+  const int64_t n = numel();
+  if (n > kExpandLimit) {
+    const Interval h = hull();
+    t.lo = {h.lo};
+    t.hi = {h.hi};
+    return t;
+  }
+  t.lo.resize(static_cast<size_t>(n));
+  t.hi.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = slot(i);
+    t.lo[static_cast<size_t>(i)] = lo[k];
+    t.hi[static_cast<size_t>(i)] = hi[k];
+  }
+  return t;
+}
+
+void IntervalTensor::partition_if_large() {
+  const int64_t n = numel();
+  if (lo.size() <= 1 || blocks.rank() > 0 || n <= kElementwiseLimit) return;
+  const int rank = shape.rank();
+  std::array<int64_t, Shape::kMaxRank> stride{}, index{};
+  for (int d = rank - 1, s = 1; d >= 0; s *= static_cast<int>(shape[d]), --d) stride[d] = s;
+  // The dimensions along which some element's bounds differ from its predecessor's: smashing any other
+  // loses nothing.
+  std::array<bool, Shape::kMaxRank> varies{};
+  for (int64_t i = 0; i < n; ++i) {
+    for (int d = 0; d < rank; ++d) {
+      if (varies[d] || index[d] == 0) continue;
+      const size_t j = static_cast<size_t>(i - stride[d]);
+      if (lo[static_cast<size_t>(i)] != lo[j] || hi[static_cast<size_t>(i)] != hi[j]) varies[d] = true;
+    }
+    for (int d = rank - 1; d >= 0 && ++index[d] == shape[d]; --d) index[d] = 0;
+  }
+  Shape g;
+  for (int d = 0; d < rank; ++d) g.push_back(varies[d] ? shape[d] : 1);
+  while (g.numel() > kElementwiseLimit) {  // drop the largest kept dimension (the earliest of equals)
+    int widest = 0;
+    for (int d = 1; d < rank; ++d)
+      if (g[d] > g[widest]) widest = d;
+    g[widest] = 1;
+  }
+  std::vector<double> block_lo(static_cast<size_t>(g.numel()), kInf), block_hi(block_lo.size(), -kInf);
+  blocks = g;
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = block_of(i);
+    block_lo[k] = std::min(block_lo[k], lo[static_cast<size_t>(i)]);
+    block_hi[k] = std::max(block_hi[k], hi[static_cast<size_t>(i)]);
+  }
+  lo = std::move(block_lo);
+  hi = std::move(block_hi);
+  if (lo.size() == 1) blocks = Shape{};
+}
+
+const IntervalTensor* BoundsContext::input(size_t i) const {
+  const IntervalTensor* t = partitioned(i);
+  if (!t || !t->blocked()) return t;
+  if (unblocked_.empty()) unblocked_.resize(inputs.size());
+  if (!unblocked_[i]) unblocked_[i] = std::make_unique<IntervalTensor>(t->without_blocks());
+  return unblocked_[i].get();
 }
 
 void IntervalTensor::snap_to_dtype() {
@@ -182,6 +271,7 @@ bool is_data_input(uint32_t mask, size_t i) { return i < 32 && (mask >> i) & 1u;
 void fill_from(IntervalTensor& out, const Tensor& lo_t, const Tensor& hi_t, bool increasing) {
   out.dtype = lo_t.dtype();
   out.shape = lo_t.shape();
+  out.blocks = Shape{};
   out.shape_known = true;
   out.may_be_nan = false;  // `out` may arrive as unknown(), which admits NaN; only NaN results set it
   const int64_t n = lo_t.numel();
@@ -415,9 +505,68 @@ bool probe_selection_shape(const BoundsContext& c, uint32_t mask, Shape& out, In
   return true;
 }
 
-// True when it filled the outputs.
+// A point-wise op on its operands' grids: the kernel runs on the stored bounds (one per block, element or
+// tensor) and its broadcasting gives the output's grid, so a per-channel bias or a per-column scale keeps
+// the blocks. Exact operands take part as they are (at most kElementwiseLimit elements). True when it
+// filled the output.
+bool pointwise_on_grid(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
+  if (!is_pointwise(c.node.op_type) || c.outputs.size() != 1) return false;
+  const size_t n_in = c.inputs.size();
+  std::vector<Tensor> lo_store(n_in), hi_store(n_in);
+  std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
+  Shape shape;
+  bool any_data = false, nan_in = false;
+  for (size_t i = 0; i < n_in; ++i) {
+    const IntervalTensor* in = c.partitioned(i);
+    if (!in) continue;
+    if (!in->shape_known || !broadcast_shapes(i == 0 ? in->shape : shape, in->shape, shape)) return false;
+    if (is_data_input(mask, i) || (!in->exact && mask == 0)) {
+      if (in->numel() == 0) return false;
+      IntervalTensor stored = *in;
+      stored.shape = in->grid();
+      stored.blocks = Shape{};
+      lo_store[i] = bound_tensor(stored, false);
+      hi_store[i] = bound_tensor(stored, true);
+      lo_in[i] = &lo_store[i];
+      hi_in[i] = &hi_store[i];
+      any_data = true;
+      nan_in |= in->may_be_nan;
+    } else if (in->exact && in->exact->numel() <= kElementwiseLimit) {
+      if (is_float(in->exact->dtype()) && in->exact->dtype() != DType::Float64) {
+        cast_tensor(*in->exact, DType::Float64, lo_store[i]);  // beside the float64 bounds
+        lo_in[i] = hi_in[i] = &lo_store[i];
+      } else {
+        lo_in[i] = hi_in[i] = in->exact.get();
+      }
+    } else {
+      return false;
+    }
+  }
+  if (!any_data) return false;
+  std::vector<Tensor> lo_out, hi_out;
+  if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out)) return false;
+  if (lo_out.empty() || !lo_out[0].defined() || lo_out[0].numel() > kElementwiseLimit ||
+      lo_out[0].shape().rank() > shape.rank())
+    return false;
+  IntervalTensor& out = c.outputs[0];
+  fill_from(out, lo_out[0], hi_out[0], increasing);
+  out.shape = shape;
+  out.set_grid(lo_out[0].shape());
+  out.exact.reset();
+  out.may_be_nan |= nan_in;
+  if (!exact) {
+    for (auto& v : out.lo) v = round_down_f32(v);
+    for (auto& v : out.hi) v = round_up_f32(v);
+  }
+  return true;
+}
+
+// Selections of single-interval inputs: every output element is one of the inputs' elements. True when
+// it filled the outputs.
 bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
   if (c.outputs.empty() || !c.input(0)) return false;
+  if (pointwise_on_grid(c, exact, increasing, mask)) return true;
+  if (!exact || !increasing) return false;
   bool any_data = false, nan_in = false;
   Interval hull{kInf, -kInf};
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -433,53 +582,16 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
       return false;
     }
   }
-  if (!any_data) return false;
+  if (!any_data || is_pointwise(c.node.op_type)) return false;
   IntervalTensor& out = c.outputs[0];
-  if (is_pointwise(c.node.op_type)) {
-    if (c.outputs.size() != 1) return false;
-    Shape shape = c.input(0)->shape;
-    std::vector<Tensor> lo_store(c.inputs.size()), hi_store(c.inputs.size());
-    std::vector<const Tensor*> lo_in(c.inputs.size(), nullptr), hi_in(c.inputs.size(), nullptr);
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const IntervalTensor* in = c.input(i);
-      if (!in) continue;
-      Shape b;
-      if (!broadcast_shapes(shape, in->shape, b)) return false;
-      shape = b;
-      if (in->exact && in->lo.size() != 1) return false;
-      if (in->exact && in->exact->numel() == 1) {
-        lo_in[i] = hi_in[i] = in->exact.get();
-        continue;
-      }
-      IntervalTensor one = *in;
-      one.shape = Shape{};
-      lo_store[i] = bound_tensor(one, false);
-      hi_store[i] = bound_tensor(one, true);
-      lo_in[i] = &lo_store[i];
-      hi_in[i] = &hi_store[i];
-    }
-    std::vector<Tensor> lo_out, hi_out;
-    if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out)) return false;
-    if (lo_out.empty() || !lo_out[0].defined() || lo_out[0].numel() != 1) return false;
-    fill_from(out, lo_out[0], hi_out[0], increasing);
-    out.shape = shape;
-  } else if (exact && increasing &&
-             (selection_shape(c, out.shape) || probe_selection_shape(c, mask, out.shape, hull))) {
-    // Every output element is one of the inputs' elements.
-    out.dtype = c.input(0)->dtype;
-    out.shape_known = true;
-    out.lo = {hull.lo};
-    out.hi = {hull.hi};
-    out.may_be_nan = false;
-  } else {
-    return false;
-  }
+  if (!selection_shape(c, out.shape) && !probe_selection_shape(c, mask, out.shape, hull)) return false;
+  out.dtype = c.input(0)->dtype;
+  out.shape_known = true;
+  out.blocks = Shape{};
+  out.lo = {hull.lo};
+  out.hi = {hull.hi};
+  out.may_be_nan = nan_in;
   out.exact.reset();
-  out.may_be_nan |= nan_in;
-  if (!exact) {
-    out.lo[0] = round_down_f32(out.lo[0]);
-    out.hi[0] = round_up_f32(out.hi[0]);
-  }
   return true;
 }
 
@@ -635,10 +747,11 @@ Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged) {
 }
 
 Status bounds_unary(BoundsContext& c, IntervalUnaryFn f) {
-  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* x = c.partitioned(0);
   if (!x || !x->shape_known || c.outputs.empty()) return bounds_unbounded(c);
   IntervalTensor& out = c.outputs[0];
   out = IntervalTensor::filled(x->dtype, x->shape, {});
+  out.blocks = x->blocks;
   out.lo.resize(x->lo.size());
   out.hi.resize(x->lo.size());
   bool nan = x->may_be_nan;
@@ -652,8 +765,8 @@ Status bounds_unary(BoundsContext& c, IntervalUnaryFn f) {
 }
 
 Status bounds_binary(BoundsContext& c, IntervalBinaryFn f) {
-  const IntervalTensor* a = c.input(0);
-  const IntervalTensor* b = c.input(1);
+  const IntervalTensor* a = c.partitioned(0);
+  const IntervalTensor* b = c.partitioned(1);
   if (!a || !b || !a->shape_known || !b->shape_known || c.outputs.empty()) return bounds_unbounded(c);
   Shape shape;
   GRIST_CHECK(broadcast_shapes(a->shape, b->shape, shape), "{}: shapes {} and {} do not broadcast", c.node.name,
@@ -661,21 +774,27 @@ Status bounds_binary(BoundsContext& c, IntervalBinaryFn f) {
   IntervalTensor& out = c.outputs[0];
   out = IntervalTensor::filled(a->dtype, shape, {});
   bool nan = a->may_be_nan || b->may_be_nan;
-  if ((a->smashed() && b->smashed()) || shape.numel() > kElementwiseLimit) {
+  // On the operands' grids: their bounds broadcast as the operands do.
+  const Shape grid_a = a->grid(), grid_b = b->grid();
+  Shape grid;
+  if (!broadcast_shapes(grid_a, grid_b, grid) || grid.numel() > kElementwiseLimit) {
     Interval r = f(a->hull(), b->hull(), nan);
     out.lo = {r.lo};
     out.hi = {r.hi};
   } else {
-    const int64_t n = shape.numel();
+    const int64_t n = grid.numel();
     out.lo.assign(static_cast<size_t>(n), 0);
     out.hi.assign(static_cast<size_t>(n), 0);
-    const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(a->shape, shape),
-                                                                      broadcast_strides(b->shape, shape)};
-    broadcast_loop<2>(shape, strides, [&](int64_t o, const std::array<int64_t, 2>& j) {
-      Interval r = f(a->at(j[0]), b->at(j[1]), nan);
+    const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(grid_a, grid),
+                                                                      broadcast_strides(grid_b, grid)};
+    broadcast_loop<2>(grid, strides, [&](int64_t o, const std::array<int64_t, 2>& j) {
+      const size_t ja = a->lo.size() == 1 ? 0 : static_cast<size_t>(j[0]);
+      const size_t jb = b->lo.size() == 1 ? 0 : static_cast<size_t>(j[1]);
+      Interval r = f({a->lo[ja], a->hi[ja]}, {b->lo[jb], b->hi[jb]}, nan);
       out.lo[static_cast<size_t>(o)] = r.lo;
       out.hi[static_cast<size_t>(o)] = r.hi;
     });
+    out.set_grid(grid);
   }
   out.may_be_nan = nan;
   return Status::ok();
@@ -717,6 +836,43 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
   if (!run3(&a_m, &b_m, opt_c_m, mid_out) || !run3(&a_abs_m, &b_r, opt_c_r, r1_out) ||
       !run3(&a_r, &b_abs_m_plus_r, nullptr, r2_out) || !run3(&a_abs, &b_abs, opt_c_abs, abs_out))
     return bounds_unbounded(c);
+  // The sign-split product: with x⁺ = max(x, 0) and x⁻ = max(−x, 0) of each bound, every product of
+  // non-negative parts is monotone, so
+  //   sup(ab) ≤ a_hi⁺·b_hi⁺ + a_lo⁻·b_lo⁻ − a_lo⁺·b_hi⁻ − a_hi⁻·b_lo⁺   (and inf(ab) symmetrically),
+  // exact when no term has both factors straddling 0; midpoint-radius is tighter when both do. Both
+  // enclose the real product: the result is their intersection. With a point factor (a weight that does
+  // not train) midpoint-radius is already exact, and the eight products are skipped, as they are for
+  // outputs beyond kExpandLimit elements (a spatial transformer's sampling grid: 3× the scan's time).
+  auto points = [](const IntervalTensor& t) {
+    if (t.exact) return true;
+    for (size_t i = 0; i < t.lo.size(); ++i)
+      if (t.lo[i] != t.hi[i]) return false;
+    return true;
+  };
+  const bool split_helps = !points(*a) && !points(*b) && mid_out[0].numel() <= kExpandLimit;
+  auto part = [](const IntervalTensor& t, bool upper, bool positive) {
+    return map_to_f64(t, [=](Interval i) {
+      const double v = upper ? i.hi : i.lo;
+      return positive ? std::max(v, 0.0) : std::max(-v, 0.0);
+    });
+  };
+  std::array<std::vector<Tensor>, 8> split;
+  if (split_helps) {
+    const Tensor a_lo_p = part(*a, false, true), a_lo_n = part(*a, false, false);
+    const Tensor a_hi_p = part(*a, true, true), a_hi_n = part(*a, true, false);
+    const Tensor b_lo_p = part(*b, false, true), b_lo_n = part(*b, false, false);
+    const Tensor b_hi_p = part(*b, true, true), b_hi_n = part(*b, true, false);
+    Tensor c_lo, c_hi;
+    if (bias) {
+      c_lo = map_to_f64(*bias, [](Interval i) { return i.lo; });
+      c_hi = map_to_f64(*bias, [](Interval i) { return i.hi; });
+    }
+    if (!run3(&a_hi_p, &b_hi_p, bias ? &c_hi : nullptr, split[0]) || !run3(&a_lo_n, &b_lo_n, nullptr, split[1]) ||
+        !run3(&a_lo_p, &b_hi_n, nullptr, split[2]) || !run3(&a_hi_n, &b_lo_p, nullptr, split[3]) ||
+        !run3(&a_lo_p, &b_lo_p, bias ? &c_lo : nullptr, split[4]) || !run3(&a_hi_n, &b_hi_n, nullptr, split[5]) ||
+        !run3(&a_lo_n, &b_hi_p, nullptr, split[6]) || !run3(&a_hi_p, &b_lo_n, nullptr, split[7]))
+      return bounds_unbounded(c);
+  }
   IntervalTensor& out = c.outputs[0];
   out = IntervalTensor::filled(a->dtype, mid_out[0].shape(), {});
   const int64_t n = mid_out[0].numel();
@@ -725,13 +881,16 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
   const double g = gamma_f32(terms + 1);
   // Gemm scales the product by alpha after summing: the float32 partial sums reach |terms| / alpha.
   const double alpha = std::min(1.0, c.node.attr_float("alpha", 1));
+  auto at = [](const std::vector<Tensor>& t, int64_t i) { return t[0].data<double>()[i]; };
   for (int64_t i = 0; i < n; ++i) {
-    const double m = mid_out[0].data<double>()[i];
-    const double mag = abs_out[0].data<double>()[i];
-    out.lo[static_cast<size_t>(i)] = m;
-    out.hi[static_cast<size_t>(i)] = m;
-    sum_widen(out, static_cast<size_t>(i), r1_out[0].data<double>()[i] + r2_out[0].data<double>()[i] + g * mag,
-              alpha > 0 ? mag / alpha : kInf);
+    const double m = at(mid_out, i), r = at(r1_out, i) + at(r2_out, i), mag = at(abs_out, i);
+    const double split_hi =
+        split_helps ? at(split[0], i) + at(split[1], i) - at(split[2], i) - at(split[3], i) : kInf;
+    const double split_lo =
+        split_helps ? at(split[4], i) + at(split[5], i) - at(split[6], i) - at(split[7], i) : -kInf;
+    out.lo[static_cast<size_t>(i)] = std::max(m - r, split_lo);
+    out.hi[static_cast<size_t>(i)] = std::min(m + r, split_hi);
+    sum_widen(out, static_cast<size_t>(i), g * mag, alpha > 0 ? mag / alpha : kInf);
   }
   return Status::ok();
 }

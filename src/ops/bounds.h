@@ -25,8 +25,12 @@ namespace grist {
 struct OpDef;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-// Tensors up to this many elements keep one interval per element; larger ones one for the whole tensor.
+// Tensors up to this many elements keep one interval per element; larger ones are partitioned into at most
+// this many blocks along their dimensions (DEBAR's and RANUM's tensor partitioning), or one interval.
 constexpr int64_t kElementwiseLimit = 4096;
+// A transfer that does not handle blocks sees a partitioned input expanded per element up to this size,
+// as its hull beyond it (BoundsContext::input).
+constexpr int64_t kExpandLimit = int64_t{1} << 15;
 
 struct Interval {
   double lo = -kInf, hi = kInf;
@@ -45,15 +49,31 @@ struct IntervalTensor {
   DType dtype = DType::Undefined;
   Shape shape;
   bool shape_known = false;
-  std::vector<double> lo, hi;  // one entry per element, or a single one for every element ("smashed")
+  // One entry per element; a single one for every element ("smashed"); or, when `blocks` is set, one per
+  // block of the grid `blocks` (row-major): a shape of the tensor's rank whose every dimension is either 1
+  // (all indices along it share a block) or the tensor's own size there (a block per index). A batch of
+  // feature maps keeps one interval per channel as [1, C, 1, 1]; a batch of rows one per column as [1, N].
+  std::vector<double> lo, hi;
+  Shape blocks;
   bool may_be_nan = false;     // some element may be NaN (bounds then describe the non-NaN elements)
   std::shared_ptr<const Tensor> exact;  // the concrete value, when every input it depends on is known
 
   int64_t numel() const { return shape.numel(); }
   bool smashed() const { return lo.size() == 1 && numel() != 1; }
-  double lo_at(int64_t i) const { return lo.size() == 1 ? lo[0] : lo[static_cast<size_t>(i)]; }
-  double hi_at(int64_t i) const { return hi.size() == 1 ? hi[0] : hi[static_cast<size_t>(i)]; }
-  Interval at(int64_t i) const { return {lo_at(i), hi_at(i)}; }
+  bool blocked() const { return blocks.rank() > 0 && lo.size() > 1; }
+  // The grid the bounds are stored on: `blocks`, the shape itself, or all ones (smashed); the tensor's rank.
+  Shape grid() const;
+  // Where element i's bounds are stored.
+  size_t slot(int64_t i) const {
+    if (lo.size() == 1) return 0;
+    return blocks.rank() > 0 ? block_of(i) : static_cast<size_t>(i);
+  }
+  double lo_at(int64_t i) const { return lo[slot(i)]; }
+  double hi_at(int64_t i) const { return hi[slot(i)]; }
+  Interval at(int64_t i) const {
+    const size_t k = slot(i);
+    return {lo[k], hi[k]};
+  }
   Interval hull() const;  // over every element; [+inf, −inf] for an empty tensor
   bool bounded() const;   // finite bounds and no NaN
 
@@ -61,21 +81,37 @@ struct IntervalTensor {
   static IntervalTensor unbounded(DType dtype, const Shape& shape);
   static IntervalTensor filled(DType dtype, const Shape& shape, Interval range);
   static IntervalTensor of_exact(Tensor t);
-  // Element-wise bounds become one interval when the tensor is larger than kElementwiseLimit.
-  void smash_if_large();
+
+ private:
+  size_t block_of(int64_t i) const;
+
+ public:
+  // Element-wise bounds of a tensor larger than kElementwiseLimit become blocks: the dimensions along which
+  // the bounds vary are kept, the largest dropped until at most kElementwiseLimit blocks remain.
+  void partition_if_large();
+  // Bounds given on `g` (dimensions 1 or the shape's, leading ones may be omitted): stored element-wise,
+  // smashed or blocked, whichever `g` amounts to.
+  void set_grid(const Shape& g);
+  // Element-wise bounds (at most kExpandLimit elements) or the hull: a tensor without blocks.
+  IntervalTensor without_blocks() const;
   // Integer and bool tensors hold whole values: bounds move inward to them.
   void snap_to_dtype();
 };
 
 // What a transfer sees: the node, its op record, the input intervals (nullptr where an optional input
-// is omitted) and the outputs it fills (shape, dtype, bounds).
+// is omitted) and the outputs it fills (shape, dtype, bounds; an output may be left blocked).
 struct BoundsContext {
   const Node& node;
   const OpDef& def;
   std::span<const IntervalTensor* const> inputs;
   std::span<IntervalTensor> outputs;
 
-  const IntervalTensor* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  // Input i without blocks (IntervalTensor::without_blocks), for transfers written for element-wise and
+  // smashed bounds. Transfers that handle blocks read `partitioned(i)`.
+  const IntervalTensor* input(size_t i) const;
+  const IntervalTensor* partitioned(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+
+  mutable std::vector<std::unique_ptr<IntervalTensor>> unblocked_ = {};  // input()'s conversions
 };
 
 using BoundsFn = Status (*)(BoundsContext&);
@@ -109,8 +145,10 @@ Status bounds_binary(BoundsContext& c, IntervalBinaryFn f);
 using IntervalUnaryFn = Interval (*)(Interval a, bool& may_be_nan);
 Status bounds_unary(BoundsContext& c, IntervalUnaryFn f);
 // Bilinear ops (MatMul, Gemm, Conv, ConvTranspose): inputs 0 and 1 multiplied, optional input 2 added.
-// Midpoint-radius form evaluated with the op's own kernel: mid = op(a_m, b_m, c_m), radius =
-// op(|a_m|, b_r, c_r) + op(a_r, |b_m| + b_r, 0), plus γ_n·op(|a|, |b|, |c|) for the float32 sums, where
+// Two enclosures evaluated with the op's own kernel, intersected: the sign-split product (each bound split
+// into positive and negative parts, eight products of non-negative tensors; exact unless both factors of
+// a term straddle 0) and midpoint-radius (mid = op(a_m, b_m, c_m), radius = op(|a_m|, b_r, c_r) +
+// op(a_r, |b_m| + b_r, 0); tighter when both do). Then γ_n·op(|a|, |b|, |c|) for the float32 sums, where
 // n = `terms` (the longest dot product). Needs non-negative alpha/beta (checked by the caller).
 Status bounds_bilinear(BoundsContext& c, int64_t terms);
 // Inputs missing or unbounded: every output unbounded (shape from the kernel run at the bounds when it can).

@@ -902,11 +902,36 @@ Status pool_backward(BackwardContext& ctx) {
 
 namespace {
 // Interval transfers (grist scan): convolutions are bilinear (ops/bounds.h); max pooling selects.
-// A large input holds one interval x for all its elements: each output of channel o sums a subset of
-// x·w over its filter slice (padding and transposed strides drop terms), so with x' = hull(x, 0) the full
-// slice sum bounds every subset. O(|W|) instead of five convolutions of the whole tensor.
-Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
-  const IntervalTensor* x = c.input(0);
+// A large input holds one interval per channel (blocks [1, C, 1, ...] or [N, C, 1, ...]) or one for all
+// its elements: each output of channel o sums a subset of x_c·w over its filter slice (padding and
+// transposed strides drop terms), so with x'_c = hull(x_c, 0) the full slice sum bounds every subset.
+// The output keeps one interval per channel. O(|W|) instead of convolutions of the whole tensor.
+bool spatially_shared(const IntervalTensor& x) {
+  if (!x.smashed() && !x.blocked()) return false;
+  const Shape g = x.grid();
+  for (int d = 2; d < g.rank(); ++d)
+    if (g[d] != 1) return false;
+  return g.rank() >= 3;
+}
+
+// Per input channel, its interval joined with 0 (the padding).
+std::vector<Interval> channel_hulls_with_zero(const IntervalTensor& x) {
+  const int64_t channels = x.shape[1];
+  std::vector<Interval> h(static_cast<size_t>(channels), Interval{0, 0});
+  const Shape g = x.grid();
+  for (size_t k = 0; k < x.lo.size(); ++k) {
+    const int64_t first = g[1] == 1 ? 0 : static_cast<int64_t>(k) % g[1];
+    const int64_t last = g[1] == 1 ? channels : first + 1;
+    for (int64_t ch = first; ch < last; ++ch) {
+      Interval& i = h[static_cast<size_t>(ch)];
+      i = {std::min(i.lo, x.lo[k]), std::max(i.hi, x.hi[k])};
+    }
+  }
+  return h;
+}
+
+Status conv_channel_bounds(BoundsContext& c, bool transpose) {
+  const IntervalTensor* x = c.partitioned(0);
   const IntervalTensor* w = c.input(1);
   const IntervalTensor* b = c.input(2);
   // The output shape from the ONNX formulas, without running the convolution.
@@ -917,8 +942,10 @@ Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
   const auto pads = c.node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
   const auto out_pad = c.node.attr_ints("output_padding", std::vector<int64_t>(spatial, 0));
   const std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
+  const int64_t group = c.node.attr_int("group", 1);
   if (c.node.has_attr("output_shape") || (auto_pad != "NOTSET" && auto_pad != "VALID")) return bounds_unbounded(c);
-  Shape shape{x->shape[0], transpose ? w->shape[1] * c.node.attr_int("group", 1) : w->shape[0]};
+  const int64_t out_channels = transpose ? w->shape[1] * group : w->shape[0];
+  Shape shape{x->shape[0], out_channels};
   for (int d = 0; d < spatial; ++d) {
     const int64_t k = (w->shape[2 + d] - 1) * dilations[d] + 1;
     const int64_t pad = auto_pad == "VALID" ? 0 : pads[d] + pads[spatial + d];
@@ -927,51 +954,59 @@ Status conv_smashed_bounds(BoundsContext& c, bool transpose) {
   }
   c.outputs[0] = IntervalTensor::unbounded(x->dtype, shape);
   if (!x->bounded() || !w->bounded() || (b && !b->bounded()) || w->shape.rank() < 2) return Status::ok();
-  const Interval xh = x->hull();
-  const Interval xz{std::min(xh.lo, 0.0), std::max(xh.hi, 0.0)};
-  const int64_t per_channel = transpose ? w->shape[1] : w->shape[0];
+  const int64_t in_channels = x->shape[1];
+  if (group < 1 || in_channels % group || out_channels % group || out_channels == 0) return Status::ok();
+  const std::vector<Interval> xz = channel_hulls_with_zero(*x);
   const int64_t inner = w->shape.numel(2, w->shape.rank());
-  Interval out{kInf, -kInf};
-  int64_t terms = 0;
-  double max_mag = 0;
-  for (int64_t o = 0; o < per_channel; ++o) {
-    double lo = 0, hi = 0, mag = 0;
-    terms = 0;
-    for (int64_t c0 = 0; c0 < (transpose ? w->shape[0] : w->shape[1]); ++c0)
+  const int64_t in_per_group = in_channels / group, out_per_group = out_channels / group;
+  std::vector<double> lo(static_cast<size_t>(out_channels)), hi(lo.size());
+  for (int64_t o = 0; o < out_channels; ++o) {
+    const int64_t gi = o / out_per_group;
+    double l = 0, h = 0, mag = 0;
+    int64_t terms = 0;
+    for (int64_t c0 = 0; c0 < in_per_group; ++c0) {
+      const int64_t ch = gi * in_per_group + c0;
+      const Interval xc = xz[static_cast<size_t>(ch)];
       for (int64_t k = 0; k < inner; ++k) {
-        const int64_t i = transpose ? (c0 * w->shape[1] + o) * inner + k : (o * w->shape[1] + c0) * inner + k;
+        // Conv weights are [O, C/group, k...]; ConvTranspose weights [C, O/group, k...].
+        const int64_t i = transpose ? (ch * w->shape[1] + o % out_per_group) * inner + k : (o * w->shape[1] + c0) * inner + k;
         const Interval wi = w->at(i);
-        const double p[4] = {xz.lo * wi.lo, xz.lo * wi.hi, xz.hi * wi.lo, xz.hi * wi.hi};
-        lo += std::min({p[0], p[1], p[2], p[3]});
-        hi += std::max({p[0], p[1], p[2], p[3]});
-        mag += std::max(std::fabs(xz.lo), std::fabs(xz.hi)) * std::max(std::fabs(wi.lo), std::fabs(wi.hi));
+        const double p[4] = {xc.lo * wi.lo, xc.lo * wi.hi, xc.hi * wi.lo, xc.hi * wi.hi};
+        l += std::min({p[0], p[1], p[2], p[3]});
+        h += std::max({p[0], p[1], p[2], p[3]});
+        mag += std::max(std::fabs(xc.lo), std::fabs(xc.hi)) * std::max(std::fabs(wi.lo), std::fabs(wi.hi));
         ++terms;
       }
-    if (b) {
-      const Interval bi = b->at(b->numel() == 1 ? 0 : o % b->numel());
-      lo += bi.lo, hi += bi.hi, mag += std::max(std::fabs(bi.lo), std::fabs(bi.hi));
     }
+    if (b) {
+      const Interval bi = b->at(b->numel() == out_channels ? o : 0);
+      l += bi.lo, h += bi.hi, mag += std::max(std::fabs(bi.lo), std::fabs(bi.hi));
+    }
+    if (!(mag <= FLT_MAX)) return Status::ok();  // partial sums may overflow: ±inf or NaN (unbounded)
     const double err = gamma_f32(terms + 2) * mag;
-    out = {std::min(out.lo, lo - err), std::max(out.hi, hi + err)};
-    max_mag = std::max(max_mag, mag);
+    lo[static_cast<size_t>(o)] = round_down_f32(l - err);
+    hi[static_cast<size_t>(o)] = round_up_f32(h + err);
   }
   IntervalTensor& y = c.outputs[0];
-  if (!(max_mag <= FLT_MAX)) return Status::ok();  // partial sums may overflow: ±inf or NaN (unbounded)
-  y.lo = {round_down_f32(out.lo)};
-  y.hi = {round_up_f32(out.hi)};
+  if (shape.numel() == 0) return Status::ok();
+  y.lo = std::move(lo);
+  y.hi = std::move(hi);
+  Shape grid{1, out_channels};
+  for (int d = 0; d < spatial; ++d) grid.push_back(1);
+  y.set_grid(grid);
   y.may_be_nan = false;
   return Status::ok();
 }
 Status conv_bounds(BoundsContext& c) {
   const IntervalTensor* w = c.input(1);
   if (!w || w->shape.rank() == 0 || w->shape[0] == 0 || !c.input(0)) return bounds_unbounded(c);
-  if (c.input(0)->smashed()) return conv_smashed_bounds(c, false);
+  if (spatially_shared(*c.partitioned(0))) return conv_channel_bounds(c, false);
   return bounds_bilinear(c, w->numel() / w->shape[0]);
 }
 Status conv_transpose_bounds(BoundsContext& c) {
   const IntervalTensor* w = c.input(1);
   if (!w || !c.input(0)) return bounds_unbounded(c);
-  if (c.input(0)->smashed()) return conv_smashed_bounds(c, true);
+  if (spatially_shared(*c.partitioned(0))) return conv_channel_bounds(c, true);
   return bounds_bilinear(c, w->numel());  // every weight is an upper bound on the terms of one output
 }
 // Averages are monotone sums over at most prod(kernel_shape) terms (padding adds zeros or is not counted).

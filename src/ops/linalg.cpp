@@ -286,13 +286,22 @@ Status gemm_backward(BackwardContext& ctx) {
 }  // namespace
 
 namespace {
-// Interval transfers (grist scan): the midpoint-radius product of ops/bounds.h over the longest dot product.
+// Interval transfers (grist scan): the bilinear product of ops/bounds.h over the longest dot product.
 //
-// A large left operand holds one interval x for all its elements (a batch of flattened images): each output
-// column j is then x·Σ_k b_kj (+ c_j) whatever the row, so its bounds come from one pass over b's intervals
-// instead of four float64 products of the full size. b is [K, N] (or [N, K] transposed).
-Status smashed_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_b, const IntervalTensor* bias) {
-  const IntervalTensor* a = c.input(0);
+// A large left operand whose rows share their bounds (one interval for all its elements, or blocks per
+// column [1, K]: a batch of flattened images or of features) gives the same bounds to every row of the
+// output: column j is Σ_k x_k·b_kj (+ c_j), each term's interval product exact, in one pass over b's
+// intervals instead of products of the full size. The output keeps one interval per column. b is [K, N]
+// (or [N, K] transposed).
+bool rows_share_bounds(const IntervalTensor& a) {
+  const Shape g = a.grid();
+  for (int d = 0; d + 1 < g.rank(); ++d)
+    if (g[d] != 1) return false;
+  return a.smashed() || a.blocked();
+}
+
+Status shared_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_b, const IntervalTensor* bias) {
+  const IntervalTensor* a = c.partitioned(0);
   const IntervalTensor* b = c.input(1);
   IntervalTensor& y = c.outputs[0];
   y = IntervalTensor::unbounded(a->dtype, out_shape);
@@ -300,17 +309,17 @@ Status smashed_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_
   const int64_t K = trans_b ? b->shape[1] : b->shape[0], N = trans_b ? b->shape[0] : b->shape[1];
   const bool bias_by_column = bias && bias->numel() == N && (bias->shape.rank() == 1 || bias->shape[0] == 1);
   const Interval bias_hull = bias ? bias->hull() : Interval{0, 0};
-  const Interval x = a->hull();
-  const double x_mag = std::max(std::fabs(x.lo), std::fabs(x.hi));
   std::vector<double> lo(static_cast<size_t>(N)), hi(static_cast<size_t>(N));
   for (int64_t j = 0; j < N; ++j) {
     double l = 0, h = 0, mag = 0;
     for (int64_t k = 0; k < K; ++k) {
+      const size_t xk = a->lo.size() == 1 ? 0 : static_cast<size_t>(k);
+      const Interval x{a->lo[xk], a->hi[xk]};
       const Interval w = b->at(trans_b ? j * K + k : k * N + j);
       const double p[4] = {x.lo * w.lo, x.lo * w.hi, x.hi * w.lo, x.hi * w.hi};
       l += std::min({p[0], p[1], p[2], p[3]});
       h += std::max({p[0], p[1], p[2], p[3]});
-      mag += x_mag * std::max(std::fabs(w.lo), std::fabs(w.hi));
+      mag += std::max(std::fabs(x.lo), std::fabs(x.hi)) * std::max(std::fabs(w.lo), std::fabs(w.hi));
     }
     const Interval cj = bias_by_column ? bias->at(j) : bias_hull;
     l += cj.lo, h += cj.hi, mag += std::max(std::fabs(cj.lo), std::fabs(cj.hi));
@@ -319,45 +328,37 @@ Status smashed_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_
     lo[static_cast<size_t>(j)] = round_down_f32(l - err);
     hi[static_cast<size_t>(j)] = round_up_f32(h + err);
   }
-  const int64_t n = out_shape.numel();
-  if (n <= kElementwiseLimit && N > 0) {
-    y.lo.resize(static_cast<size_t>(n));
-    y.hi.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      y.lo[static_cast<size_t>(i)] = lo[static_cast<size_t>(i % N)];
-      y.hi[static_cast<size_t>(i)] = hi[static_cast<size_t>(i % N)];
-    }
-  } else {
-    y.lo = {N > 0 ? *std::min_element(lo.begin(), lo.end()) : 0.0};
-    y.hi = {N > 0 ? *std::max_element(hi.begin(), hi.end()) : 0.0};
-  }
+  if (N == 0 || out_shape.numel() == 0) return Status::ok();
+  y.lo = std::move(lo);
+  y.hi = std::move(hi);
+  y.set_grid(Shape{N});
   y.may_be_nan = false;
   return Status::ok();
 }
 
 Status matmul_bounds(BoundsContext& c) {
-  const IntervalTensor* a = c.input(0);
+  const IntervalTensor* a = c.partitioned(0);
   const IntervalTensor* b = c.input(1);
   if (!a || a->shape.rank() == 0) return bounds_unbounded(c);
-  if (a->smashed() && a->shape.rank() >= 2 && b && b->shape_known && b->shape.rank() == 2 &&
+  if (rows_share_bounds(*a) && a->shape.rank() >= 2 && b && b->shape_known && b->shape.rank() == 2 &&
       a->shape.back() == b->shape[0]) {
     Shape out = a->shape;
     out[out.rank() - 1] = b->shape[1];
-    return smashed_rows_bounds(c, out, false, nullptr);
+    return shared_rows_bounds(c, out, false, nullptr);
   }
   return bounds_bilinear(c, a->shape.back());
 }
 Status gemm_bounds(BoundsContext& c) {
-  const IntervalTensor* a = c.input(0);
+  const IntervalTensor* a = c.partitioned(0);
   const IntervalTensor* b = c.input(1);
   // Negative alpha/beta would flip the radius runs' signs; no exported model uses them.
   if (!a || a->shape.rank() != 2 || c.node.attr_float("alpha", 1) < 0 || c.node.attr_float("beta", 1) < 0)
     return bounds_unbounded(c);
   const bool trans_b = c.node.attr_int("transB", 0) != 0;
-  if (a->smashed() && !c.node.attr_int("transA", 0) && c.node.attr_float("alpha", 1) == 1 &&
+  if (rows_share_bounds(*a) && !c.node.attr_int("transA", 0) && c.node.attr_float("alpha", 1) == 1 &&
       c.node.attr_float("beta", 1) == 1 && b && b->shape_known && b->shape.rank() == 2 &&
       a->shape[1] == (trans_b ? b->shape[1] : b->shape[0]))
-    return smashed_rows_bounds(c, Shape{a->shape[0], trans_b ? b->shape[0] : b->shape[1]}, trans_b, c.input(2));
+    return shared_rows_bounds(c, Shape{a->shape[0], trans_b ? b->shape[0] : b->shape[1]}, trans_b, c.input(2));
   return bounds_bilinear(c, c.node.attr_int("transA", 0) ? a->shape[0] : a->shape[1]);
 }
 }  // namespace

@@ -89,6 +89,7 @@ struct Operand {
   bool exact = false;  // a known tensor (shape, axes, indices, exponent)
   Tensor value;
   bool smashed = false;  // one box for every element
+  Shape grid;            // when set, one box per block of this grid (IntervalTensor::blocks)
   std::vector<Interval> boxes;
   DType dtype = DType::Float32;
 };
@@ -97,7 +98,12 @@ Operand boxed(Random& r, const Shape& shape, const BoxStyle& s, bool allow_smash
   Operand o;
   o.shape = shape;
   o.smashed = allow_smash && shape.numel() > 1 && r.coin(0.3);
-  const int64_t n = o.smashed ? 1 : shape.numel();
+  if (allow_smash && !o.smashed && shape.rank() > 1 && r.coin(0.3)) {
+    // Blocks along some dimensions, as large tensors hold them.
+    for (int d = 0; d < shape.rank(); ++d) o.grid.push_back(r.coin() ? shape[d] : 1);
+    if (o.grid.numel() == 1 || o.grid == shape) o.grid = Shape{};
+  }
+  const int64_t n = o.smashed ? 1 : o.grid.rank() > 0 ? o.grid.numel() : shape.numel();
   for (int64_t i = 0; i < n; ++i) o.boxes.push_back(random_box(r, s));
   return o;
 }
@@ -141,14 +147,16 @@ IntervalTensor to_interval(const Operand& o) {
   t.lo.clear();
   t.hi.clear();
   for (const Interval& b : o.boxes) t.lo.push_back(b.lo), t.hi.push_back(b.hi);
+  if (o.grid.rank() > 0) t.set_grid(o.grid);
   return t;
 }
 
 Tensor concrete(Random& r, const Operand& o) {
   if (o.exact) return o.value;
   Tensor t(o.dtype, o.shape);
+  const IntervalTensor layout = to_interval(o);  // maps elements to their blocks
   for (int64_t i = 0; i < o.shape.numel(); ++i) {
-    const Interval box = o.boxes[static_cast<size_t>(o.smashed ? 0 : i)];
+    const Interval box = layout.at(i);
     if (o.dtype == DType::Int64) {
       t.data<int64_t>()[i] = static_cast<int64_t>(std::llround(r.uniform(box.lo, box.hi)));
     } else if (o.dtype == DType::Bool) {
@@ -162,7 +170,8 @@ Tensor concrete(Random& r, const Operand& o) {
 
 std::string describe(const Operand& o) {
   if (o.exact) return fmt::format("exact {}", o.shape.str());
-  std::string s = fmt::format("{}{} [", o.shape.str(), o.smashed ? " smashed" : "");
+  std::string s = fmt::format("{}{} [", o.shape.str(),
+                              o.smashed ? " smashed" : o.grid.rank() > 0 ? " blocks " + o.grid.str() : "");
   for (size_t i = 0; i < o.boxes.size() && i < 6; ++i) s += fmt::format(" [{:g}, {:g}]", o.boxes[i].lo, o.boxes[i].hi);
   return s + (o.boxes.size() > 6 ? " …]" : " ]");
 }
@@ -401,7 +410,8 @@ RC_GTEST_PROP(IntervalSoundness, Conv, ()) {
 RC_GTEST_PROP(IntervalSoundness, ConvTranspose, ()) {
   Random r(seed());
   const int spatial = 1 + r.pick(2);
-  const int64_t c_in = 1 + r.pick(2), c_out = 1 + r.pick(2);
+  const int64_t group = r.coin(0.3) ? 2 : 1;
+  const int64_t c_in = group * (1 + r.pick(2)), c_out = 1 + r.pick(2);  // c_out per group
   Shape xs{1 + r.pick(2), c_in}, ws{c_in, c_out};
   std::vector<int64_t> strides, pads(2 * spatial);
   for (int d = 0; d < spatial; ++d) {
@@ -412,9 +422,10 @@ RC_GTEST_PROP(IntervalSoundness, ConvTranspose, ()) {
     pads[d] = r.pick(static_cast<int>(k));
     pads[spatial + d] = r.pick(static_cast<int>(k));
   }
-  NodeSpec spec{"ConvTranspose", {{"strides", attr_ints(strides)}, {"pads", attr_ints(pads)}}};
+  NodeSpec spec{"ConvTranspose",
+                {{"strides", attr_ints(strides)}, {"pads", attr_ints(pads)}, {"group", attr_int(group)}}};
   std::vector<Operand> ops{boxed(r, xs, random_style(r, false)), boxed(r, ws, random_style(r, false))};
-  if (r.coin()) ops.push_back(boxed(r, {c_out}, random_style(r, false)));
+  if (r.coin()) ops.push_back(boxed(r, {group * c_out}, random_style(r, false)));
   check_sound(spec, ops, r);
 }
 
@@ -792,6 +803,120 @@ TEST(ScanGuards, LargeTensorsKeepVerdictsAndShapes) {
   EXPECT_GE(m.lo_at(0), 0.0);
   EXPECT_LE(m.hi_at(0), 51.0);
   EXPECT_EQ(verdict_of(scan_with(g, {-50, 50}, {1, 3, 64, 64}), "Sqrt").verdict, Verdict::ProvedSafe);
+}
+
+// Blocks along dimensions: a 1×1 convolution whose first output channel is x0 + x1 + 1 ≥ 1 and whose second
+// is x0 − x1. One interval for the whole 8×2×40×40 output would be [−1, 3] and flag the Log of the first
+// channel; one per channel proves it safe and still flags the Log of the second.
+TEST(ScanBlocks, PerChannelBoundsProveALogOfAPositiveChannelSafe) {
+  Tensor w(DType::Float32, {2, 2, 1, 1});
+  const float wv[] = {1, 1, 1, -1};
+  std::copy(std::begin(wv), std::end(wv), w.data<float>());
+  Tensor b(DType::Float32, {2});
+  b.data<float>()[0] = 1;
+  b.data<float>()[1] = 0;
+  auto ints = [](std::vector<int64_t> v) {
+    Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  const Shape shape{8, 2, 40, 40};
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {8, 2, 40, 40})
+                .constant("w", w)
+                .constant("b", b)
+                .constant("starts0", ints({0}))
+                .constant("starts1", ints({1}))
+                .constant("ends0", ints({1}))
+                .constant("ends1", ints({2}))
+                .constant("axes", ints({1}))
+                .node("Conv", {"x", "w", "b"}, {"y"}, {{"kernel_shape", attr_ints({1, 1})}})
+                .node("Relu", {"y"}, {"r"})
+                .node("Slice", {"y", "starts0", "ends0", "axes"}, {"first"})
+                .node("Slice", {"r", "starts1", "ends1", "axes"}, {"second"})
+                .node("Log", {"first"}, {"log_first"})
+                .node("Sqrt", {"second"}, {"sqrt_second"})
+                .output("log_first")
+                .output("sqrt_second")
+                .build();
+  ScanOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, shape, {0, 1});
+  o.given["w"] = IntervalTensor::of_exact(w);  // weights that do not train
+  o.given["b"] = IntervalTensor::of_exact(b);
+  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
+  EXPECT_EQ(y.blocks.str(), Shape({1, 2, 1, 1}).str());
+  EXPECT_GE(y.lo_at(0), 0.999);                   // channel 0: x0 + x1 + 1
+  EXPECT_LE(y.lo_at(40 * 40), -0.999);            // channel 1: x0 − x1
+  EXPECT_EQ(a->values[static_cast<size_t>(g.find_value("r"))].blocks.str(), y.blocks.str());  // Relu keeps them
+  auto rep = scan(g, o);
+  ASSERT_TRUE(rep.is_ok()) << rep.message();
+  EXPECT_EQ(verdict_of(*rep, "Log").verdict, Verdict::ProvedSafe);
+  EXPECT_EQ(verdict_of(*rep, "Sqrt").verdict, Verdict::MayFail);  // relu(x0 − x1) reaches 0
+}
+
+// Rows of a batch share their bounds; the product keeps one interval per column.
+TEST(ScanBlocks, MatMulOfSharedRowsKeepsColumns) {
+  Tensor w(DType::Float32, {2, 2});
+  const float wv[] = {1, -1, 1, 1};  // column 0: x0 + x1, column 1: x1 − x0
+  std::copy(std::begin(wv), std::end(wv), w.data<float>());
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {5000, 2})
+                .constant("w", w)
+                .node("MatMul", {"x", "w"}, {"y"})
+                .output("y")
+                .build();
+  IntervalOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {5000, 2}, {0, 1});
+  o.given["w"] = IntervalTensor::of_exact(w);
+  auto a = analyze_intervals(g, o);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
+  EXPECT_EQ(y.blocks.str(), Shape({1, 2}).str());
+  EXPECT_NEAR(y.lo_at(2 * 4999), 0, 1e-6);
+  EXPECT_NEAR(y.hi_at(2 * 4999), 2, 1e-6);
+  EXPECT_NEAR(y.lo_at(2 * 4999 + 1), -1, 1e-6);
+}
+
+// A large element-wise result keeps the dimensions its bounds vary along: Concat of a ≥ 1 half and a
+// free half along the columns of a 100×64 batch becomes blocks [1, 64], not one interval.
+TEST(ScanBlocks, LargeResultsArePartitionedAlongTheDimensionsTheyVaryAlong) {
+  IntervalTensor t = IntervalTensor::filled(DType::Float32, {100, 64}, {});
+  t.lo.assign(6400, 0);
+  t.hi.assign(6400, 0);
+  for (int64_t i = 0; i < 6400; ++i) {
+    const bool first_half = i % 64 < 32;
+    t.lo[static_cast<size_t>(i)] = first_half ? 1 : -5;
+    t.hi[static_cast<size_t>(i)] = first_half ? 2 : 5;
+  }
+  t.partition_if_large();
+  EXPECT_EQ(t.blocks.str(), Shape({1, 64}).str());
+  EXPECT_EQ(t.lo.size(), 64u);
+  EXPECT_EQ(t.lo_at(64 * 50 + 3), 1);
+  EXPECT_EQ(t.hi_at(64 * 50 + 40), 5);
+  IntervalTensor flat = t.without_blocks();
+  EXPECT_EQ(flat.lo.size(), 6400u);
+  EXPECT_EQ(flat.lo_at(64 * 99 + 63), -5);
+}
+
+// The sign-split product is exact when one factor of each term keeps its sign: a ∈ [1, 3], b ∈ [−1, 2]
+// gives [−3, 6]; midpoint-radius alone gives [−4, 6].
+TEST(ScanPrecision, SignSplitProductIsExactWhenAFactorKeepsItsSign) {
+  Graph g = GraphBuilder()
+                .input("a", DType::Float32, {1, 1})
+                .input("b", DType::Float32, {1, 1})
+                .node("MatMul", {"a", "b"}, {"y"})
+                .output("y")
+                .build();
+  IntervalOptions o;
+  o.given["a"] = IntervalTensor::filled(DType::Float32, {1, 1}, {1, 3});
+  o.given["b"] = IntervalTensor::filled(DType::Float32, {1, 1}, {-1, 2});
+  auto a = analyze_intervals(g, o);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
+  EXPECT_NEAR(y.lo_at(0), -3, 1e-5);
+  EXPECT_NEAR(y.hi_at(0), 6, 1e-5);
 }
 
 }  // namespace
