@@ -496,6 +496,8 @@ Status dropout_bounds(BoundsContext& c) {
   y.exact.reset();
   for (auto& v : y.lo) v = round_down_f32(std::min(0.0, v * scale));
   for (auto& v : y.hi) v = round_up_f32(std::max(0.0, v * scale));
+  // A dropped infinite element is inf·0 = NaN in training, as in PyTorch's x·mask/(1 − p).
+  y.may_be_nan = x->may_be_nan || !x->hull().finite();
   if (c.outputs.size() > 1) c.outputs[1] = IntervalTensor::filled(DType::Bool, x->shape, {0, 1});
   return Status::ok();
 }

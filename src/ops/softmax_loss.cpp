@@ -6,6 +6,7 @@
 // max underflows to exactly 0, denormals kept), log-softmax = (x − max) − log Σ exp(x − max), and a mean
 // over zero total weight is 0/0 = NaN.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -482,8 +483,9 @@ Status softmax_bounds(BoundsContext& c) {
   return Status::ok();
 }
 
-// NLL: −x[target]·w[target] per element; the mean divides by the total weight, so with positive weights it
-// is a weighted average of those terms; zero or negative weights, or all targets ignorable, leave it open.
+// NLL: −x[target]·w[target] per element; the mean divides the sum by the total weight, so with positive
+// weights it is a weighted average of the −x[target] themselves (not of the products); zero or negative
+// weights, or all targets ignorable, leave it open.
 Status nll_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.input(0);
   const IntervalTensor* t = c.input(1);
@@ -504,8 +506,18 @@ Status nll_bounds(BoundsContext& c) {
   } else if (reduction == "mean" && (wh.lo <= 0 || ignorable)) {
     r = {};
     nan = true;
+  } else if (reduction == "mean") {
+    // A convex combination of the −x, unless a product or the float32 sum of the products overflows
+    // (±inf, and inf − inf = NaN); both sums' rounding errors count in the quotient.
+    if (std::max(std::fabs(term.lo), std::fabs(term.hi)) * count <= FLT_MAX) {
+      r = nx;
+    } else {
+      r = {-kInf, kInf};
+      nan = true;
+    }
   }
-  const double err = gamma_f32(t->numel() + 2) * std::max(std::fabs(r.lo), std::fabs(r.hi));
+  const int64_t terms = reduction == "mean" ? 2 * t->numel() + 4 : t->numel() + 2;
+  const double err = gamma_f32(terms) * std::max(std::fabs(r.lo), std::fabs(r.hi));
   IntervalTensor& y = c.outputs[0];
   y = IntervalTensor::filled(x->dtype, reduction == "none" ? t->shape : Shape{}, widen_f32({r.lo - err, r.hi + err}));
   y.may_be_nan = nan || !std::isfinite(r.lo) || !std::isfinite(r.hi);

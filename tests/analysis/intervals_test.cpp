@@ -633,6 +633,77 @@ RC_GTEST_PROP(IntervalSoundness, Gather, ()) {
   check_sound({"Gather", {{"axis", attr_int(axis)}}}, {boxed(r, shape, random_style(r)), indices}, r);
 }
 
+// ---- dropout, losses, shapes ----------------------------------------------------------------------
+
+// Dropout in training (a random mask, survivors scaled by 1 / (1 − ratio)) or inference (identity), with
+// the ratio an attribute (opset 10), an exact input or one known by its range (RANUM's [0.1, 0.9]).
+RC_GTEST_PROP(IntervalSoundness, Dropout, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3);
+  std::vector<Operand> ops{boxed(r, shape, random_style(r))};
+  if (r.coin(0.3)) {
+    check_sound({"Dropout", {{"ratio", attr_float(static_cast<float>(r.uniform(0, 0.9)))}}, 1, 10}, ops, r);
+    return;
+  }
+  Operand ratio = exact_f32({}, static_cast<float>(r.uniform(0, 0.9)));
+  if (r.coin()) {
+    ratio.exact = false;
+    ratio.boxes = {{0.1, 0.9}};
+  }
+  ops.push_back(ratio);
+  Operand training;
+  training.exact = true;
+  training.dtype = DType::Bool;
+  training.value = Tensor(DType::Bool, {});
+  training.value.data<bool>()[0] = r.coin();
+  ops.push_back(training);
+  check_sound({"Dropout"}, ops, r);
+}
+
+// NegativeLogLikelihoodLoss: x [N, C] or [N, C, D], class indices exact or known by their range, optional
+// class weights (possibly 0 or negative: the mean then divides by a total that may be 0), ignore_index.
+RC_GTEST_PROP(IntervalSoundness, NegativeLogLikelihoodLoss, ()) {
+  Random r(seed());
+  const int64_t n = 1 + r.pick(3), classes = 1 + r.pick(4);
+  Shape xs{n, classes}, ts{n};
+  if (r.coin(0.3)) xs.push_back(1 + r.pick(3)), ts.push_back(xs[2]);
+  std::vector<Operand> ops{boxed(r, xs, random_style(r))};
+  Operand target;
+  target.shape = ts;
+  target.dtype = DType::Int64;
+  target.boxes = {{0, double(classes - 1)}};
+  target.smashed = ts.numel() > 1;
+  if (r.coin()) {
+    std::vector<int64_t> v(static_cast<size_t>(ts.numel()));
+    for (auto& c : v) c = r.pick(static_cast<int>(classes));
+    target = exact_i64(v);
+    target.shape = ts;
+    target.value = Tensor(DType::Int64, ts);
+    std::copy(v.begin(), v.end(), target.value.data<int64_t>());
+  }
+  ops.push_back(target);
+  if (r.coin()) {
+    BoxStyle ws = random_style(r, false);
+    ws.positive = r.coin(0.7);
+    ops.push_back(boxed(r, {classes}, ws));
+  }
+  static const char* reductions[] = {"none", "sum", "mean"};
+  NodeSpec spec{"NegativeLogLikelihoodLoss", {{"reduction", attr_string(reductions[r.pick(3)])}}};
+  if (r.coin(0.3)) spec.attributes.push_back({"ignore_index", attr_int(r.pick(static_cast<int>(classes)))});
+  check_sound(spec, ops, r);
+}
+
+// Shape: exact whatever the values, with start/end (opset 15) picking a range of dimensions.
+RC_GTEST_PROP(IntervalSoundness, Shape, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 0, 4);
+  NodeSpec spec{"Shape"};
+  spec.opset = 15;
+  if (r.coin()) spec.attributes.push_back({"start", attr_int(r.pick(2 * shape.rank() + 1) - shape.rank())});
+  if (r.coin()) spec.attributes.push_back({"end", attr_int(r.pick(2 * shape.rank() + 1) - shape.rank())});
+  check_sound(spec, {boxed(r, shape, random_style(r))}, r);
+}
+
 // ---- whole graphs through `grist scan` ------------------------------------------------------------
 
 const HazardVerdict& verdict_of(const ScanReport& rep, const std::string& op) {
