@@ -325,16 +325,49 @@ std::vector<int64_t> exact_ints(const IntervalTensor* t) {
   return v;
 }
 
-// The output shape of a selection op from its input shapes and attributes; false where no rule applies here.
+}  // namespace
+
+bool pooled_shape(const Node& n, const Shape& x, bool global, Shape& out) {
+  const int rank = x.rank();
+  if (rank < 3) return false;
+  out = Shape{x[0], x[1]};
+  if (global) {
+    for (int d = 2; d < rank; ++d) out.push_back(1);
+    return true;
+  }
+  const int sp = rank - 2;
+  const auto k = n.attr_ints("kernel_shape");
+  const auto st = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  const auto dl = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  const auto pd = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  const std::string ap = n.attr_string("auto_pad", "NOTSET");
+  if (static_cast<int>(k.size()) != sp || static_cast<int>(st.size()) != sp || static_cast<int>(dl.size()) != sp ||
+      static_cast<int>(pd.size()) != 2 * sp || (ap != "NOTSET" && ap != "VALID"))
+    return false;
+  const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
+  for (int d = 0; d < sp; ++d) {
+    const int64_t pads = ap == "VALID" ? 0 : pd[d] + pd[sp + d];
+    const int64_t span = x[2 + d] + pads - ((k[d] - 1) * dl[d] + 1);
+    if (span < 0 || st[d] <= 0) return false;
+    int64_t o = (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
+    // A last window starting in the end padding is dropped (ONNX and PyTorch).
+    if (ceil_mode && (o - 1) * st[d] >= x[2 + d] + (ap == "VALID" ? 0 : pd[d])) --o;
+    out.push_back(o);
+  }
+  return true;
+}
+
+namespace {
+
 // The output shape of a Reduce* op (axes an attribute, or an input from opset 13 for ReduceSum and 18 for
 // the others); false for an empty reduction or axes known only by range.
 bool reduced_shape(const BoundsContext& c, Shape& out) {
   const Node& n = c.node;
-  const Shape& x = c.input(0)->shape;
+  const Shape& x = c.partitioned(0)->shape;
   const int rank = x.rank();
   const bool axes_input = n.opset >= (n.op_type == "ReduceSum" ? 13 : 18);
-  std::vector<int64_t> axes = axes_input ? exact_ints(c.input(1)) : n.attr_ints("axes");
-  if (axes_input && c.input(1) && !c.input(1)->exact) return false;
+  std::vector<int64_t> axes = axes_input ? exact_ints(c.partitioned(1)) : n.attr_ints("axes");
+  if (axes_input && c.partitioned(1) && !c.partitioned(1)->exact) return false;
   if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return false;
   const bool keep = n.attr_int("keepdims", 1) != 0;
   std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
@@ -352,38 +385,16 @@ bool reduced_shape(const BoundsContext& c, Shape& out) {
   return true;
 }
 
+// The output shape of a selection op from its input shapes and attributes; false where no rule applies here.
 bool selection_shape(const BoundsContext& c, Shape& out) {
   const Node& n = c.node;
   const std::string& t = n.op_type;
-  const Shape& x = c.input(0)->shape;
+  const Shape& x = c.partitioned(0)->shape;
   const int rank = x.rank();
   auto axis_of = [&](int64_t a, int r) { return a < 0 ? a + r : a; };
   if (t == "MaxPool" || t == "GlobalMaxPool") {
-    if (rank < 3 || c.outputs.size() > 1) return false;
-    out = Shape{x[0], x[1]};
-    if (t == "GlobalMaxPool") {
-      for (int d = 2; d < rank; ++d) out.push_back(1);
-      return true;
-    }
-    const int sp = rank - 2;
-    const auto k = n.attr_ints("kernel_shape");
-    const auto st = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
-    const auto dl = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
-    const auto pd = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-    const std::string ap = n.attr_string("auto_pad", "NOTSET");
-    if (static_cast<int>(k.size()) != sp || (ap != "NOTSET" && ap != "VALID") || n.attr_int("storage_order", 0))
-      return false;
-    const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
-    for (int d = 0; d < sp; ++d) {
-      const int64_t pads = ap == "VALID" ? 0 : pd[d] + pd[sp + d];
-      const int64_t span = x[2 + d] + pads - ((k[d] - 1) * dl[d] + 1);
-      if (span < 0) return false;
-      int64_t o = (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
-      // A last window starting in the end padding is dropped (ONNX and PyTorch).
-      if (ceil_mode && (o - 1) * st[d] >= x[2 + d] + (ap == "VALID" ? 0 : pd[d])) --o;
-      out.push_back(o);
-    }
-    return true;
+    if (c.outputs.size() > 1 || n.attr_int("storage_order", 0)) return false;
+    return pooled_shape(n, x, t == "GlobalMaxPool", out);
   }
   if (t == "ReduceMax" || t == "ReduceMin") return reduced_shape(c, out);
   if (t == "Transpose") {
@@ -405,7 +416,7 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
     return true;
   }
   if (t == "Reshape") {
-    const IntervalTensor* s = c.input(1);
+    const IntervalTensor* s = c.partitioned(1);
     if (!s || !s->exact || n.attr_int("allowzero", 0)) return false;
     const std::vector<int64_t> target = exact_ints(s);
     out = Shape{};
@@ -434,8 +445,8 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
     return out.numel() == x.numel();
   }
   if (t == "Squeeze" || t == "Unsqueeze") {
-    std::vector<int64_t> axes = n.opset >= 13 ? exact_ints(c.input(1)) : n.attr_ints("axes");
-    if (n.opset >= 13 && c.input(1) && !c.input(1)->exact) return false;
+    std::vector<int64_t> axes = n.opset >= 13 ? exact_ints(c.partitioned(1)) : n.attr_ints("axes");
+    if (n.opset >= 13 && c.partitioned(1) && !c.partitioned(1)->exact) return false;
     const int out_rank = t == "Squeeze" ? rank : rank + static_cast<int>(axes.size());
     std::vector<bool> marked(static_cast<size_t>(out_rank), false);
     for (int64_t a : axes) {
@@ -462,7 +473,7 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
     out = x;
     int64_t total = 0;
     for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const IntervalTensor* in = c.input(i);
+      const IntervalTensor* in = c.partitioned(i);
       if (!in || in->shape.rank() != rank) return false;
       for (int d = 0; d < rank; ++d)
         if (d != a && in->shape[d] != x[d]) return false;
@@ -561,12 +572,100 @@ bool pointwise_on_grid(BoundsContext& c, bool exact, bool increasing, uint32_t m
   return true;
 }
 
+// The grid of `out_shape` when it only inserts or removes dimensions of size 1 (Squeeze, Unsqueeze, most
+// Reshapes of a batch of channels): the blocks keep their order.
+bool regrid_unit_dims(const IntervalTensor& x, const Shape& out_shape, Shape& grid) {
+  const Shape g = x.grid();
+  const int rank = x.shape.rank();
+  int d = 0;
+  grid = Shape{};
+  for (int o = 0; o < out_shape.rank(); ++o) {
+    if (out_shape[o] == 1) {
+      grid.push_back(1);
+      continue;
+    }
+    while (d < rank && x.shape[d] == 1) ++d;
+    if (d == rank || x.shape[d] != out_shape[o]) return false;
+    grid.push_back(g[d++]);
+  }
+  while (d < rank && x.shape[d] == 1) ++d;
+  return d == rank;
+}
+
+// A reshape that keeps the leading (batch) dimension of a tensor whose rows share their bounds: one row,
+// reshaped, partitioned again (a Flatten of per-channel feature maps gives [1, C·H·W] blocks).
+bool regrid_rows(const IntervalTensor& x, const Shape& out_shape, IntervalTensor& out) {
+  if (x.shape.rank() < 1 || out_shape.rank() < 1 || x.grid()[0] != 1 || out_shape[0] != x.shape[0] ||
+      x.shape[0] == 0)
+    return false;
+  const int64_t row = x.numel() / x.shape[0];
+  if (row > kExpandLimit) return false;
+  Shape row_shape;
+  for (int d = 1; d < out_shape.rank(); ++d) row_shape.push_back(out_shape[d]);
+  IntervalTensor r = IntervalTensor::filled(x.dtype, row_shape, {});
+  r.lo.resize(static_cast<size_t>(row));
+  r.hi.resize(static_cast<size_t>(row));
+  for (int64_t i = 0; i < row; ++i) {
+    r.lo[static_cast<size_t>(i)] = x.lo_at(i);
+    r.hi[static_cast<size_t>(i)] = x.hi_at(i);
+  }
+  r.partition_if_large();
+  Shape grid{1};
+  for (int64_t v : r.grid()) grid.push_back(v);
+  out.lo = std::move(r.lo);
+  out.hi = std::move(r.hi);
+  out.set_grid(grid);
+  return true;
+}
+
+// Selections that move a partitioned tensor's blocks without mixing them: Transpose permutes the grid,
+// Squeeze/Unsqueeze/Reshape/Flatten keep it or rebuild it from one shared row. True when it filled the
+// output.
+bool selection_on_grid(BoundsContext& c) {
+  const std::string& t = c.node.op_type;
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->blocked() || c.outputs.size() != 1 ||
+      (t != "Transpose" && t != "Squeeze" && t != "Unsqueeze" && t != "Reshape" && t != "Flatten"))
+    return false;
+  for (size_t i = 1; i < c.inputs.size(); ++i)
+    if (c.partitioned(i) && !c.partitioned(i)->exact) return false;
+  Shape shape;
+  if (!selection_shape(c, shape)) return false;
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x->dtype, shape, {});
+  out.may_be_nan = x->may_be_nan;
+  if (t == "Transpose") {
+    // The kernel on the stored blocks permutes them as it permutes the tensor.
+    IntervalTensor stored = *x;
+    stored.shape = x->grid();
+    stored.blocks = Shape{};
+    const Tensor lo_t = bound_tensor(stored, false), hi_t = bound_tensor(stored, true);
+    std::vector<const Tensor*> lo_in{&lo_t}, hi_in{&hi_t};
+    std::vector<Tensor> lo_out, hi_out;
+    if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out)) return false;
+    fill_from(out, lo_out[0], hi_out[0], true);
+    out.shape = shape;
+    out.set_grid(lo_out[0].shape());
+    out.may_be_nan |= x->may_be_nan;
+    return true;
+  }
+  Shape grid;
+  if (regrid_unit_dims(*x, shape, grid)) {
+    out.lo = x->lo;
+    out.hi = x->hi;
+    out.set_grid(grid);
+    return true;
+  }
+  return regrid_rows(*x, shape, out);
+}
+
 // Selections of single-interval inputs: every output element is one of the inputs' elements. True when
 // it filled the outputs.
 bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
-  if (c.outputs.empty() || !c.input(0)) return false;
+  if (c.outputs.empty() || !c.partitioned(0)) return false;
   if (pointwise_on_grid(c, exact, increasing, mask)) return true;
   if (!exact || !increasing) return false;
+  if (selection_on_grid(c)) return true;
   bool any_data = false, nan_in = false;
   Interval hull{kInf, -kInf};
   for (size_t i = 0; i < c.inputs.size(); ++i) {

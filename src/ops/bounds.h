@@ -154,6 +154,10 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms);
 // Inputs missing or unbounded: every output unbounded (shape from the kernel run at the bounds when it can).
 Status bounds_unbounded(BoundsContext& c);
 
+// The output shape of MaxPool/AveragePool (kernel_shape, strides, dilations, pads, ceil_mode; auto_pad
+// NOTSET or VALID) or of their global forms, from the input's shape alone; false where no rule applies.
+bool pooled_shape(const Node& node, const Shape& x, bool global, Shape& out);
+
 // Interval arithmetic used by several families (results rounded outward per the rule above).
 Interval interval_add(Interval a, Interval b, bool& nan);
 Interval interval_sub(Interval a, Interval b, bool& nan);

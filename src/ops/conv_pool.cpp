@@ -1009,14 +1009,61 @@ Status conv_transpose_bounds(BoundsContext& c) {
   if (spatially_shared(*c.partitioned(0))) return conv_channel_bounds(c, true);
   return bounds_bilinear(c, w->numel());  // every weight is an upper bound on the terms of one output
 }
+// Pooling a tensor with one interval per channel (blocks [1 or N, C, 1, ...]): every window lies in one
+// channel, so a maximum keeps the channel's interval and an average too, joined with 0 where counted
+// padding enters, widened by the float32 sum's γ_n. True when it filled the output.
+bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->blocked() || !spatially_shared(*x) || c.outputs.empty()) return false;
+  Shape shape;
+  if (!pooled_shape(c.node, x->shape, global, shape)) return false;
+  IntervalTensor& y = c.outputs[0];
+  y = IntervalTensor::filled(x->dtype, shape, {});
+  y.lo = x->lo;
+  y.hi = x->hi;
+  y.may_be_nan = x->may_be_nan;
+  y.set_grid(x->grid());
+  if (average) {
+    bool padded = false;
+    for (int64_t p : c.node.attr_ints("pads", {})) padded |= p > 0;
+    const bool zeros_counted = padded && c.node.attr_int("count_include_pad", 0) != 0;
+    const double g = gamma_f32(terms);
+    for (size_t i = 0; i < y.lo.size(); ++i) {
+      const double mag = std::max(std::fabs(y.lo[i]), std::fabs(y.hi[i]));
+      if (!(mag * static_cast<double>(terms) <= FLT_MAX)) {  // a partial sum may overflow
+        y.lo[i] = -kInf, y.hi[i] = kInf;
+        y.may_be_nan = true;
+        continue;
+      }
+      if (zeros_counted) y.lo[i] = std::min(y.lo[i], 0.0), y.hi[i] = std::max(y.hi[i], 0.0);
+      y.lo[i] = round_down_f32(y.lo[i] - g * mag);
+      y.hi[i] = round_up_f32(y.hi[i] + g * mag);
+    }
+  }
+  if (c.outputs.size() > 1)  // MaxPool's argmax: any flat index of the input
+    c.outputs[1] = IntervalTensor::filled(DType::Int64, shape, {0, double(x->numel() - 1)});
+  return true;
+}
+
 // Averages are monotone sums over at most prod(kernel_shape) terms (padding adds zeros or is not counted).
 Status average_pool_bounds(BoundsContext& c) {
   int64_t terms = 1;
   for (int64_t k : c.node.attr_ints("kernel_shape", {})) terms *= k;
+  if (pool_on_channels(c, true, false, terms)) return Status::ok();
   return bounds_sum_of_terms(c, terms, true);
 }
-Status global_average_pool_bounds(BoundsContext& c) { return bounds_sum_of_terms(c, 0, true); }
+Status global_average_pool_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (x && x->shape.rank() >= 3 && pool_on_channels(c, true, true, x->shape.numel(2, x->shape.rank())))
+    return Status::ok();
+  return bounds_sum_of_terms(c, 0, true);
+}
+Status global_max_pool_bounds(BoundsContext& c) {
+  if (pool_on_channels(c, false, true, 1)) return Status::ok();
+  return bounds_select(c);
+}
 Status max_pool_bounds(BoundsContext& c) {
+  if (pool_on_channels(c, false, false, 1)) return Status::ok();
   GRIST_TRY(bounds_select(c));
   // The argmax output is not monotone in x: any flat index of the input.
   if (c.outputs.size() > 1 && c.input(0))
@@ -1030,7 +1077,7 @@ void register_conv_pool_ops(OpRegistry& r) {
   r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2}), {}, conv_transpose_bounds});
   r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0}), {}, max_pool_bounds});
   r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0}), {}, average_pool_bounds});
-  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}), {}, bounds_select});
+  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}), {}, global_max_pool_bounds});
   r.add(OpDef{"GlobalAveragePool", "", pool_forward<PoolKind::GlobalAverage>, pool_backward<PoolKind::GlobalAverage>,
               inputs_mask({0}), {}, global_average_pool_bounds});
 }

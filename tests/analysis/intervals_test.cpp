@@ -907,8 +907,11 @@ TEST(ScanBlocks, PerChannelBoundsProveALogOfAPositiveChannelSafe) {
                 .node("Slice", {"r", "starts1", "ends1", "axes"}, {"second"})
                 .node("Log", {"first"}, {"log_first"})
                 .node("Sqrt", {"second"}, {"sqrt_second"})
+                .node("MaxPool", {"y"}, {"pooled"}, {{"kernel_shape", attr_ints({2, 2})}, {"strides", attr_ints({2, 2})}})
+                .node("Flatten", {"pooled"}, {"flat"})
                 .output("log_first")
                 .output("sqrt_second")
+                .output("flat")
                 .build();
   ScanOptions o;
   o.given["x"] = IntervalTensor::filled(DType::Float32, shape, {0, 1});
@@ -921,6 +924,12 @@ TEST(ScanBlocks, PerChannelBoundsProveALogOfAPositiveChannelSafe) {
   EXPECT_GE(y.lo_at(0), 0.999);                   // channel 0: x0 + x1 + 1
   EXPECT_LE(y.lo_at(40 * 40), -0.999);            // channel 1: x0 − x1
   EXPECT_EQ(a->values[static_cast<size_t>(g.find_value("r"))].blocks.str(), y.blocks.str());  // Relu keeps them
+  // Pooling keeps them; flattening gives every row the same 2·20·20 intervals.
+  EXPECT_EQ(a->values[static_cast<size_t>(g.find_value("pooled"))].blocks.str(), y.blocks.str());
+  const IntervalTensor& flat = a->values[static_cast<size_t>(g.find_value("flat"))];
+  EXPECT_EQ(flat.blocks.str(), Shape({1, 800}).str());
+  EXPECT_GE(flat.lo_at(800 * 7 + 399), 0.999);
+  EXPECT_LE(flat.lo_at(800 * 7 + 400), -0.999);
   auto rep = scan(g, o);
   ASSERT_TRUE(rep.is_ok()) << rep.message();
   EXPECT_EQ(verdict_of(*rep, "Log").verdict, Verdict::ProvedSafe);
