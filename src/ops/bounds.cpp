@@ -327,6 +327,22 @@ std::vector<int64_t> exact_ints(const IntervalTensor* t) {
 
 }  // namespace
 
+std::vector<Interval> hulls_along(const IntervalTensor& x, int dim) {
+  const int64_t size = x.shape[dim];
+  std::vector<Interval> h(static_cast<size_t>(size), Interval{kInf, -kInf});
+  const Shape g = x.grid();
+  const int64_t inner = g.numel(dim + 1, g.rank());
+  for (size_t k = 0; k < x.lo.size(); ++k) {
+    const int64_t first = g[dim] == 1 ? 0 : (static_cast<int64_t>(k) / inner) % g[dim];
+    const int64_t last = g[dim] == 1 ? size : first + 1;
+    for (int64_t i = first; i < last; ++i) {
+      Interval& v = h[static_cast<size_t>(i)];
+      v = {std::min(v.lo, x.lo[k]), std::max(v.hi, x.hi[k])};
+    }
+  }
+  return h;
+}
+
 bool pooled_shape(const Node& n, const Shape& x, bool global, Shape& out) {
   const int rank = x.rank();
   if (rank < 3) return false;

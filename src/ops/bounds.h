@@ -154,6 +154,10 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms);
 // Inputs missing or unbounded: every output unbounded (shape from the kernel run at the bounds when it can).
 Status bounds_unbounded(BoundsContext& c);
 
+// For each index along dimension `dim` of x, the hull of the bounds of the elements there (a channel's
+// interval from per-channel blocks, or from the whole tensor when it holds one interval).
+std::vector<Interval> hulls_along(const IntervalTensor& x, int dim);
+
 // The output shape of MaxPool/AveragePool (kernel_shape, strides, dilations, pads, ceil_mode; auto_pad
 // NOTSET or VALID) or of their global forms, from the input's shape alone; false where no rule applies.
 bool pooled_shape(const Node& node, const Shape& x, bool global, Shape& out);

@@ -914,22 +914,6 @@ bool spatially_shared(const IntervalTensor& x) {
   return g.rank() >= 3;
 }
 
-// Per input channel, its interval joined with 0 (the padding).
-std::vector<Interval> channel_hulls_with_zero(const IntervalTensor& x) {
-  const int64_t channels = x.shape[1];
-  std::vector<Interval> h(static_cast<size_t>(channels), Interval{0, 0});
-  const Shape g = x.grid();
-  for (size_t k = 0; k < x.lo.size(); ++k) {
-    const int64_t first = g[1] == 1 ? 0 : static_cast<int64_t>(k) % g[1];
-    const int64_t last = g[1] == 1 ? channels : first + 1;
-    for (int64_t ch = first; ch < last; ++ch) {
-      Interval& i = h[static_cast<size_t>(ch)];
-      i = {std::min(i.lo, x.lo[k]), std::max(i.hi, x.hi[k])};
-    }
-  }
-  return h;
-}
-
 Status conv_channel_bounds(BoundsContext& c, bool transpose) {
   const IntervalTensor* x = c.partitioned(0);
   const IntervalTensor* w = c.input(1);
@@ -956,7 +940,8 @@ Status conv_channel_bounds(BoundsContext& c, bool transpose) {
   if (!x->bounded() || !w->bounded() || (b && !b->bounded()) || w->shape.rank() < 2) return Status::ok();
   const int64_t in_channels = x->shape[1];
   if (group < 1 || in_channels % group || out_channels % group || out_channels == 0) return Status::ok();
-  const std::vector<Interval> xz = channel_hulls_with_zero(*x);
+  std::vector<Interval> xz = hulls_along(*x, 1);  // per input channel, joined with 0 (the padding)
+  for (Interval& i : xz) i = {std::min(i.lo, 0.0), std::max(i.hi, 0.0)};
   const int64_t inner = w->shape.numel(2, w->shape.rank());
   const int64_t in_per_group = in_channels / group, out_per_group = out_channels / group;
   std::vector<double> lo(static_cast<size_t>(out_channels)), hi(lo.size());

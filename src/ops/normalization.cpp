@@ -1,6 +1,8 @@
 // Normalization and regularisation layers: BatchNormalization (inference and training mode),
 // LayerNormalization and Dropout, forward and backward.
 #include <algorithm>
+#include <array>
+#include <cfloat>
 #include <cmath>
 #include <span>
 #include <string_view>
@@ -503,9 +505,127 @@ Status dropout_bounds(BoundsContext& c) {
 }
 }  // namespace
 
+namespace {
+// Normalised with the statistics of the values themselves (batch statistics, layer norm), |x − μ|·invstd
+// is at most √n over n values, and at most the values' spread over √eps. Float32 moves μ by ~u·max|x|:
+// both bounds grow by that over √eps, and by a relative 1e-5 for the rest of the rounding.
+double normalized_bound(Interval x, int64_t n, float eps) {
+  const double drift = 4 * 0x1.0p-24 * std::max(std::fabs(x.lo), std::fabs(x.hi)) / std::sqrt(double(eps));
+  const double by_count = std::sqrt(static_cast<double>(n)) + drift;
+  const double by_spread = (x.hi - x.lo) / std::sqrt(double(eps)) + drift;
+  return std::min(by_count, by_spread) * (1 + 1e-5);
+}
+
+// BatchNormalization, per channel: inference evaluates the kernel's own steps in interval arithmetic
+// (a = scale·(1/√(var + eps)), y = (x − mean)·a + B, each rounded outward); training bounds the normalised
+// value (normalized_bound) before scale and B, unless scale·invstd may overflow. The output keeps one interval per channel.
+Status batch_norm_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->shape_known || x->shape.rank() < 2 || c.node.attr_int("spatial", 1) == 0 || c.outputs.empty())
+    return bounds_unbounded(c);
+  const int64_t channels = x->shape[1];
+  for (size_t i = 1; i < 5; ++i)
+    if (!c.input(i) || !c.input(i)->shape_known || c.input(i)->numel() != channels) return bounds_unbounded(c);
+  const bool training = batch_norm_training(c.node);
+  const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
+  const std::vector<Interval> xc = hulls_along(*x, 1);
+  const int64_t count = channels > 0 ? x->numel() / channels : 0;
+  bool nan = x->may_be_nan;
+  for (size_t i = 1; i < 5; ++i) nan |= c.input(i)->may_be_nan;
+  std::vector<double> lo(static_cast<size_t>(channels)), hi(lo.size());
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const Interval scale = c.input(1)->at(ch), bias = c.input(2)->at(ch);
+    Interval d, a;
+    if (training) {
+      // The kernel forms a = scale·invstd first (invstd up to 1/√eps): where that may overflow, inf·0.
+      const Interval xi = xc[static_cast<size_t>(ch)];
+      const double b = xi.finite() ? normalized_bound(xi, count, eps) : kInf;
+      const double scale_mag = std::max(std::fabs(scale.lo), std::fabs(scale.hi));
+      if (!std::isfinite(b) || !(scale_mag / std::sqrt(double(eps)) * (1 + 1e-5) <= FLT_MAX)) {
+        nan = true;
+        d = a = {-kInf, kInf};
+      } else {
+        d = {-b, b};
+        a = scale;
+      }
+    } else {
+      const Interval var = c.input(4)->at(ch);
+      const Interval s = interval_add(var, {eps, eps}, nan);
+      if (s.lo < 0) nan = true;  // sqrt of a negative variance
+      const Interval root = widen_f32({std::sqrt(std::max(s.lo, 0.0)), std::sqrt(std::max(s.hi, 0.0))});
+      a = interval_mul(scale, interval_div({1, 1}, root, nan), nan);
+      d = interval_sub(xc[static_cast<size_t>(ch)], c.input(3)->at(ch), nan);
+    }
+    const Interval y = interval_add(interval_mul(d, a, nan), bias, nan);
+    lo[static_cast<size_t>(ch)] = y.lo;
+    hi[static_cast<size_t>(ch)] = y.hi;
+  }
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x->dtype, x->shape, {});
+  if (channels == 0 || x->numel() == 0) return Status::ok();
+  out.lo = std::move(lo);
+  out.hi = std::move(hi);
+  Shape grid{1, channels};
+  for (int d = 2; d < x->shape.rank(); ++d) grid.push_back(1);
+  out.set_grid(grid);
+  out.may_be_nan = nan;
+  return Status::ok();
+}
+
+// LayerNormalization: every row normalised (normalized_bound over its cols), then Scale and B per
+// position of X.shape[axis:]; the output keeps one interval per such position (up to kElementwiseLimit).
+Status layer_norm_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* scale = c.input(1);
+  const IntervalTensor* bias = c.input(2);
+  if (!x || !x->shape_known || !scale || !scale->shape_known || (bias && !bias->shape_known) || c.outputs.empty())
+    return bounds_unbounded(c);
+  const int axis = normalize_axis(c.node.attr_int("axis", -1), x->shape.rank());
+  if (axis < 0) return bounds_unbounded(c);
+  Shape normalized;
+  for (int d = axis; d < x->shape.rank(); ++d) normalized.push_back(x->shape[d]);
+  Shape joined;
+  if (!broadcast_shapes(scale->shape, normalized, joined) || joined != normalized ||
+      (bias && (!broadcast_shapes(bias->shape, normalized, joined) || joined != normalized)))
+    return bounds_unbounded(c);
+  const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
+  const Interval xh = x->hull();
+  bool nan = x->may_be_nan || scale->may_be_nan || (bias && bias->may_be_nan);
+  const double b = xh.finite() ? normalized_bound(xh, normalized.numel(), eps) : kInf;
+  nan |= !std::isfinite(b);
+  const Interval q{-b, b};
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x->dtype, x->shape, {});
+  out.may_be_nan = nan;
+  const int64_t cols = normalized.numel();
+  if (x->numel() == 0) return Status::ok();
+  if (cols > kElementwiseLimit) {
+    const Interval y = interval_add(interval_mul(q, scale->hull(), out.may_be_nan),
+                                    bias ? bias->hull() : Interval{0, 0}, out.may_be_nan);
+    out.lo = {y.lo};
+    out.hi = {y.hi};
+    return Status::ok();
+  }
+  out.lo.resize(static_cast<size_t>(cols));
+  out.hi.resize(static_cast<size_t>(cols));
+  const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{
+      broadcast_strides(scale->shape, normalized), broadcast_strides(bias ? bias->shape : normalized, normalized)};
+  broadcast_loop<2>(normalized, strides, [&](int64_t j, const std::array<int64_t, 2>& k) {
+    const Interval y = interval_add(interval_mul(q, scale->at(k[0]), out.may_be_nan),
+                                    bias ? bias->at(k[1]) : Interval{0, 0}, out.may_be_nan);
+    out.lo[static_cast<size_t>(j)] = y.lo;
+    out.hi[static_cast<size_t>(j)] = y.hi;
+  });
+  out.set_grid(normalized);
+  return Status::ok();
+}
+}  // namespace
+
 void register_normalization_ops(OpRegistry& r) {
-  r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2})});
-  r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2})});
+  r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
+              batch_norm_bounds});
+  r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},
+              layer_norm_bounds});
   r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds});
 }
 

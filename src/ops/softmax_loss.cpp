@@ -507,9 +507,9 @@ Status nll_bounds(BoundsContext& c) {
     r = {};
     nan = true;
   } else if (reduction == "mean") {
-    // A convex combination of the −x, unless a product or the float32 sum of the products overflows
-    // (±inf, and inf − inf = NaN); both sums' rounding errors count in the quotient.
-    if (std::max(std::fabs(term.lo), std::fabs(term.hi)) * count <= FLT_MAX) {
+    // A convex combination of the −x, unless a product, the float32 sum of the products or the total
+    // weight overflows (±inf, inf − inf = NaN, x/inf = 0); both sums' rounding errors count in the quotient.
+    if (std::max(std::fabs(term.lo), std::fabs(term.hi)) * count <= FLT_MAX && wh.hi * count <= FLT_MAX) {
       r = nx;
     } else {
       r = {-kInf, kInf};

@@ -693,6 +693,43 @@ RC_GTEST_PROP(IntervalSoundness, NegativeLogLikelihoodLoss, ()) {
   check_sound(spec, ops, r);
 }
 
+// BatchNormalization in inference (running statistics as inputs, some variances reaching ≤ 0) and in
+// training (batch statistics), x with blocks per channel among the others.
+RC_GTEST_PROP(IntervalSoundness, BatchNormalization, ()) {
+  Random r(seed());
+  const int64_t channels = 1 + r.pick(3);
+  Shape xs{1 + r.pick(3), channels};
+  for (int d = r.pick(3); d > 0; --d) xs.push_back(1 + r.pick(3));
+  const bool training = r.coin(0.3);
+  static const double eps[] = {1e-5, 1e-3, 0.1};
+  NodeSpec spec{"BatchNormalization", {{"epsilon", attr_float(eps[r.pick(3)])}}};
+  spec.opset = 15;
+  if (training) spec.attributes.push_back({"training_mode", attr_int(1)});
+  BoxStyle var_style = random_style(r, false);
+  var_style.positive = r.coin(0.8);
+  std::vector<Operand> ops{boxed(r, xs, random_style(r)), boxed(r, {channels}, random_style(r, false)),
+                           boxed(r, {channels}, random_style(r, false)), boxed(r, {channels}, random_style(r, false)),
+                           boxed(r, {channels}, var_style)};
+  check_sound(spec, ops, r);
+}
+
+// LayerNormalization over X.shape[axis:], Scale and B of that shape or broadcast to it.
+RC_GTEST_PROP(IntervalSoundness, LayerNormalization, ()) {
+  Random r(seed());
+  const Shape xs = random_shape(r, 1, 3, 5);
+  const int axis = r.pick(xs.rank());
+  Shape normalized;
+  for (int d = axis; d < xs.rank(); ++d) normalized.push_back(xs[d]);
+  Shape param = normalized;
+  if (r.coin(0.3)) param = Shape{normalized.back()};
+  static const double eps[] = {1e-5, 1e-3, 0.1};
+  NodeSpec spec{"LayerNormalization",
+                {{"axis", attr_int(r.coin() ? axis : axis - xs.rank())}, {"epsilon", attr_float(eps[r.pick(3)])}}};
+  std::vector<Operand> ops{boxed(r, xs, random_style(r)), boxed(r, param, random_style(r, false))};
+  if (r.coin()) ops.push_back(boxed(r, param, random_style(r, false)));
+  check_sound(spec, ops, r);
+}
+
 // Shape: exact whatever the values, with start/end (opset 15) picking a range of dimensions.
 RC_GTEST_PROP(IntervalSoundness, Shape, ()) {
   Random r(seed());
@@ -934,6 +971,54 @@ TEST(ScanBlocks, PerChannelBoundsProveALogOfAPositiveChannelSafe) {
   ASSERT_TRUE(rep.is_ok()) << rep.message();
   EXPECT_EQ(verdict_of(*rep, "Log").verdict, Verdict::ProvedSafe);
   EXPECT_EQ(verdict_of(*rep, "Sqrt").verdict, Verdict::MayFail);  // relu(x0 − x1) reaches 0
+}
+
+// BatchNormalization with running statistics bounds each channel: (x − 0.5)/0.5·scale + B for x ∈ [0, 1]
+// gives [−1, 1] and [8, 12]; the Log of the second channel is proved safe, of the first it may fail.
+TEST(ScanBlocks, BatchNormalizationBoundsEachChannel) {
+  auto per_channel = [](float a, float b) {
+    Tensor t(DType::Float32, {2});
+    t.data<float>()[0] = a;
+    t.data<float>()[1] = b;
+    return t;
+  };
+  auto ints = [](std::vector<int64_t> v) {
+    Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {64, 2, 8, 8})
+                .constant("scale", per_channel(1, 2))
+                .constant("bias", per_channel(0, 10))
+                .constant("mean", per_channel(0.5f, 0.5f))
+                .constant("var", per_channel(0.25f, 0.25f))
+                .constant("starts", ints({1}))
+                .constant("ends", ints({2}))
+                .constant("axes", ints({1}))
+                .node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"y"})
+                .node("Slice", {"y", "starts", "ends", "axes"}, {"second"})
+                .node("Log", {"second"}, {"log_second"})
+                .node("Exp", {"y"}, {"e"})
+                .output("log_second")
+                .output("e")
+                .build();
+  ScanOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {64, 2, 8, 8}, {0, 1});
+  for (const char* name : {"scale", "bias", "mean", "var"})
+    o.given[name] = IntervalTensor::of_exact(*g.value(g.find_value(name)).initial);
+  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
+  EXPECT_EQ(y.blocks.str(), Shape({1, 2, 1, 1}).str());
+  EXPECT_NEAR(y.lo_at(0), -1, 1e-4);
+  EXPECT_NEAR(y.hi_at(0), 1, 1e-4);
+  EXPECT_NEAR(y.lo_at(64), 8, 1e-4);
+  EXPECT_NEAR(y.hi_at(64), 12, 1e-4);
+  auto rep = scan(g, o);
+  ASSERT_TRUE(rep.is_ok()) << rep.message();
+  EXPECT_EQ(verdict_of(*rep, "Log").verdict, Verdict::ProvedSafe);
+  EXPECT_EQ(verdict_of(*rep, "Exp").verdict, Verdict::ProvedSafe);
 }
 
 // Rows of a batch share their bounds; the product keeps one interval per column.
