@@ -314,7 +314,7 @@ void sum_widen(IntervalTensor& out, size_t i, double err, double partial) {
 bool is_pointwise(std::string_view t) {
   static constexpr std::string_view kOps[] = {"Relu", "Sign", "Floor", "Ceil", "Round", "Identity", "Exp", "Log",
                                               "Sigmoid", "Tanh", "Softplus", "Softsign", "Erf", "Neg", "Clip",
-                                              "Max", "Min", "Cast"};
+                                              "Max", "Min", "Cast", "LeakyRelu"};
   return std::find(std::begin(kOps), std::end(kOps), t) != std::end(kOps);
 }
 
@@ -501,12 +501,12 @@ bool selection_shape(const BoundsContext& c, Shape& out) {
   return false;
 }
 
-// The output shape of a selection whose indices are exact (Slice, Expand, Tile, Pad), found by running its
+// The output shapes of a selection whose indices are exact (Slice, Expand, Tile, Pad, Split), found by running its
 // kernel on one-byte placeholders of the data inputs: the shape without materialising two float64 tensors
 // of a large input's size (a U-Net's crops). The constant a Pad inserts joins `hull`.
-bool probe_selection_shape(const BoundsContext& c, uint32_t mask, Shape& out, Interval& hull) {
+bool probe_selection_shape(const BoundsContext& c, uint32_t mask, std::vector<Shape>& out, Interval& hull) {
   const std::string& t = c.node.op_type;
-  if (t != "Slice" && t != "Expand" && t != "Tile" && t != "Pad") return false;
+  if (t != "Slice" && t != "Expand" && t != "Tile" && t != "Pad" && t != "Split") return false;
   std::vector<Tensor> store(c.inputs.size());
   std::vector<const Tensor*> in(c.inputs.size(), nullptr);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
@@ -522,7 +522,8 @@ bool probe_selection_shape(const BoundsContext& c, uint32_t mask, Shape& out, In
   }
   std::vector<Tensor> result;
   if (!run_kernel(c.node, c.def, in, result) || result.empty() || !result[0].defined()) return false;
-  out = result[0].shape();
+  out.clear();
+  for (const Tensor& r : result) out.push_back(r.defined() ? r.shape() : Shape{});
   if (t == "Pad" && c.node.attr_string("mode", "constant") == "constant") {
     const IntervalTensor* v = c.input(2);
     const double attr = c.node.attr_float("value", 0.0);  // before opset 11 the constant is an attribute
@@ -698,15 +699,13 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
     }
   }
   if (!any_data || is_pointwise(c.node.op_type)) return false;
-  IntervalTensor& out = c.outputs[0];
-  if (!selection_shape(c, out.shape) && !probe_selection_shape(c, mask, out.shape, hull)) return false;
-  out.dtype = c.input(0)->dtype;
-  out.shape_known = true;
-  out.blocks = Shape{};
-  out.lo = {hull.lo};
-  out.hi = {hull.hi};
-  out.may_be_nan = nan_in;
-  out.exact.reset();
+  std::vector<Shape> shapes(1);
+  if (!selection_shape(c, shapes[0]) && !probe_selection_shape(c, mask, shapes, hull)) return false;
+  for (size_t k = 0; k < c.outputs.size() && k < shapes.size(); ++k) {
+    IntervalTensor& out = c.outputs[k];
+    out = IntervalTensor::filled(c.input(0)->dtype, shapes[k], hull);
+    out.may_be_nan = nan_in;
+  }
   return true;
 }
 
@@ -879,39 +878,57 @@ Status bounds_unary(BoundsContext& c, IntervalUnaryFn f) {
   return Status::ok();
 }
 
+namespace {
+// f over two broadcast operands, on their grids: their bounds broadcast as the operands do.
+Status combine_on_grids(const Node& node, const IntervalTensor& a, const IntervalTensor& b, IntervalBinaryFn f,
+                        IntervalTensor& out) {
+  Shape shape;
+  GRIST_CHECK(broadcast_shapes(a.shape, b.shape, shape), "{}: shapes {} and {} do not broadcast", node.name,
+              a.shape.str(), b.shape.str());
+  IntervalTensor result = IntervalTensor::filled(a.dtype, shape, {});
+  bool nan = a.may_be_nan || b.may_be_nan;
+  const Shape grid_a = a.grid(), grid_b = b.grid();
+  Shape grid;
+  if (!broadcast_shapes(grid_a, grid_b, grid) || grid.numel() > kElementwiseLimit) {
+    Interval r = f(a.hull(), b.hull(), nan);
+    result.lo = {r.lo};
+    result.hi = {r.hi};
+  } else {
+    const int64_t n = grid.numel();
+    result.lo.assign(static_cast<size_t>(n), 0);
+    result.hi.assign(static_cast<size_t>(n), 0);
+    const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(grid_a, grid),
+                                                                      broadcast_strides(grid_b, grid)};
+    broadcast_loop<2>(grid, strides, [&](int64_t o, const std::array<int64_t, 2>& j) {
+      const size_t ja = a.lo.size() == 1 ? 0 : static_cast<size_t>(j[0]);
+      const size_t jb = b.lo.size() == 1 ? 0 : static_cast<size_t>(j[1]);
+      Interval r = f({a.lo[ja], a.hi[ja]}, {b.lo[jb], b.hi[jb]}, nan);
+      result.lo[static_cast<size_t>(o)] = r.lo;
+      result.hi[static_cast<size_t>(o)] = r.hi;
+    });
+    result.set_grid(grid);
+  }
+  result.may_be_nan = nan;
+  out = std::move(result);
+  return Status::ok();
+}
+}  // namespace
+
 Status bounds_binary(BoundsContext& c, IntervalBinaryFn f) {
   const IntervalTensor* a = c.partitioned(0);
   const IntervalTensor* b = c.partitioned(1);
   if (!a || !b || !a->shape_known || !b->shape_known || c.outputs.empty()) return bounds_unbounded(c);
-  Shape shape;
-  GRIST_CHECK(broadcast_shapes(a->shape, b->shape, shape), "{}: shapes {} and {} do not broadcast", c.node.name,
-              a->shape.str(), b->shape.str());
-  IntervalTensor& out = c.outputs[0];
-  out = IntervalTensor::filled(a->dtype, shape, {});
-  bool nan = a->may_be_nan || b->may_be_nan;
-  // On the operands' grids: their bounds broadcast as the operands do.
-  const Shape grid_a = a->grid(), grid_b = b->grid();
-  Shape grid;
-  if (!broadcast_shapes(grid_a, grid_b, grid) || grid.numel() > kElementwiseLimit) {
-    Interval r = f(a->hull(), b->hull(), nan);
-    out.lo = {r.lo};
-    out.hi = {r.hi};
-  } else {
-    const int64_t n = grid.numel();
-    out.lo.assign(static_cast<size_t>(n), 0);
-    out.hi.assign(static_cast<size_t>(n), 0);
-    const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(grid_a, grid),
-                                                                      broadcast_strides(grid_b, grid)};
-    broadcast_loop<2>(grid, strides, [&](int64_t o, const std::array<int64_t, 2>& j) {
-      const size_t ja = a->lo.size() == 1 ? 0 : static_cast<size_t>(j[0]);
-      const size_t jb = b->lo.size() == 1 ? 0 : static_cast<size_t>(j[1]);
-      Interval r = f({a->lo[ja], a->hi[ja]}, {b->lo[jb], b->hi[jb]}, nan);
-      out.lo[static_cast<size_t>(o)] = r.lo;
-      out.hi[static_cast<size_t>(o)] = r.hi;
-    });
-    out.set_grid(grid);
-  }
-  out.may_be_nan = nan;
+  return combine_on_grids(c.node, *a, *b, f, c.outputs[0]);
+}
+
+Status bounds_fold(BoundsContext& c, IntervalBinaryFn f) {
+  if (c.inputs.empty() || c.outputs.empty()) return bounds_unbounded(c);
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    if (!c.partitioned(i) || !c.partitioned(i)->shape_known) return bounds_unbounded(c);
+  IntervalTensor acc = *c.partitioned(0);
+  acc.exact.reset();
+  for (size_t i = 1; i < c.inputs.size(); ++i) GRIST_TRY(combine_on_grids(c.node, acc, *c.partitioned(i), f, acc));
+  c.outputs[0] = std::move(acc);
   return Status::ok();
 }
 

@@ -142,6 +142,8 @@ Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged);
 // A per-element function of two broadcast operands, given as an interval function that may flag NaN.
 using IntervalBinaryFn = Interval (*)(Interval a, Interval b, bool& may_be_nan);
 Status bounds_binary(BoundsContext& c, IntervalBinaryFn f);
+// Variadic ops that fold their inputs left to right with f (Sum), on the inputs' grids.
+Status bounds_fold(BoundsContext& c, IntervalBinaryFn f);
 using IntervalUnaryFn = Interval (*)(Interval a, bool& may_be_nan);
 Status bounds_unary(BoundsContext& c, IntervalUnaryFn f);
 // Bilinear ops (MatMul, Gemm, Conv, ConvTranspose): inputs 0 and 1 multiplied, optional input 2 added.

@@ -933,6 +933,25 @@ Interval pow_interval(Interval b, Interval e, bool& nan) {
   return {};
 }
 Status pow_bounds(BoundsContext& c) { return bounds_binary(c, pow_interval); }
+// max(x, 0) + alpha·min(x, 0) is non-decreasing for alpha ≥ 0.
+Status leaky_relu_bounds(BoundsContext& c) {
+  if (c.node.attr_float("alpha", 0.01) < 0) return bounds_unbounded(c);
+  return bounds_monotone_rounded(c);
+}
+// The kernel folds left to right, each addition rounded (interval_add rounds each step outward); Mean
+// divides the sum by the input count at the end.
+Status sum_bounds(BoundsContext& c) { return bounds_fold(c, interval_add); }
+Status mean_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_fold(c, interval_add));
+  IntervalTensor& y = c.outputs[0];
+  const double n = static_cast<double>(c.inputs.size());
+  for (size_t i = 0; i < y.lo.size(); ++i) {
+    const Interval q = interval_div({y.lo[i], y.hi[i]}, {n, n}, y.may_be_nan);
+    y.lo[i] = q.lo;
+    y.hi[i] = q.hi;
+  }
+  return Status::ok();
+}
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
@@ -941,7 +960,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds});
   r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select});
   r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select});
-  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first});
+  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds});
   r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds});
   r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, bounds_monotone_rounded});
   r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded});
@@ -962,8 +981,8 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds});
   r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds});
 
-  r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs});
-  r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs});
+  r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs, {}, sum_bounds});
+  r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs, {}, mean_bounds});
   r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs, {}, bounds_select});
   r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs, {}, bounds_select});
 

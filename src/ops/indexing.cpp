@@ -557,6 +557,25 @@ Status topk_backward(BackwardContext& c) {
 }  // namespace
 
 
+namespace {
+// TopK: the values are some of x's (its hull), the indices positions along the axis.
+Status topk_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_unbounded(c));  // the output shapes
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known || x->shape.rank() == 0) return Status::ok();
+  const int axis = normalize_axis(c.node.attr_int("axis", -1), x->shape.rank());
+  if (axis < 0) return Status::ok();
+  if (c.outputs[0].shape_known) {
+    const Shape shape = c.outputs[0].shape;
+    c.outputs[0] = IntervalTensor::filled(x->dtype, shape, x->hull());
+    c.outputs[0].may_be_nan = x->may_be_nan;
+  }
+  if (c.outputs.size() > 1 && c.outputs[1].shape_known)
+    c.outputs[1] = IntervalTensor::filled(DType::Int64, c.outputs[1].shape, {0, double(x->shape[axis] - 1)});
+  return Status::ok();
+}
+}  // namespace
+
 void register_indexing_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
   const uint32_t data_and_updates = inputs_mask({0, 2});
@@ -568,7 +587,7 @@ void register_indexing_ops(OpRegistry& r) {
   r.add(OpDef{"ScatterND", "", scatter_forward<NdRuns>, scatter_backward<NdRuns>, data_and_updates});
   r.add(OpDef{"OneHot", "", one_hot_forward, nullptr, 0});
   r.add(OpDef{"NonZero", "", non_zero_forward, nullptr, 0});
-  r.add(OpDef{"TopK", "", topk_forward, topk_backward, data_only});
+  r.add(OpDef{"TopK", "", topk_forward, topk_backward, data_only, {}, topk_bounds});
 }
 
 }  // namespace grist

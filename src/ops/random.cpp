@@ -69,13 +69,26 @@ Status random_like_forward(ForwardContext& c) {
   return draw(c.node, D, c.rng, dtype, x.shape(), *c.output(0));
 }
 
+// Uniform draws lie in [low, high] (the float32 arithmetic may reach high itself); normal ones anywhere.
+Status uniform_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_unbounded(c));  // the output shape
+  IntervalTensor& y = c.outputs[0];
+  if (!y.shape_known) return Status::ok();
+  const Shape shape = y.shape;
+  const DType dtype = y.dtype;
+  y = IntervalTensor::filled(dtype, shape,
+                             widen_f32({c.node.attr_float("low", 0.0), c.node.attr_float("high", 1.0)}));
+  return Status::ok();
+}
+
 }  // namespace
 
 void register_random_ops(OpRegistry& r) {
   r.add(OpDef{"RandomNormal", "", random_forward<Distribution::Normal>, nullptr, 0});
-  r.add(OpDef{"RandomUniform", "", random_forward<Distribution::Uniform>, nullptr, 0});
+  r.add(OpDef{"RandomUniform", "", random_forward<Distribution::Uniform>, nullptr, 0, {}, uniform_bounds});
   r.add(OpDef{"RandomNormalLike", "", random_like_forward<Distribution::Normal>, nullptr, 0});
-  r.add(OpDef{"RandomUniformLike", "", random_like_forward<Distribution::Uniform>, nullptr, 0});
+  r.add(OpDef{"RandomUniformLike", "", random_like_forward<Distribution::Uniform>, nullptr, 0, {},
+              uniform_bounds});
 }
 
 }  // namespace grist

@@ -5,6 +5,7 @@
 // on reduced dimensions. Accumulation stays in the tensor's own type (float32 sums in float32), so
 // overflow to inf happens exactly where a float32 framework would see it.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -430,6 +431,63 @@ Status arg_extremum_forward(ForwardContext& ctx) {
   return ok ? Status::ok() : unsupported_type(ctx.node, x.dtype());
 }
 
+// ---------------------------------------------------------------------------------------------
+// Interval transfers (grist scan).
+
+// ArgMax/ArgMin: an index along the axis, whatever the values.
+Status arg_extremum_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_unbounded(c));  // the output shape
+  const IntervalTensor* x = c.partitioned(0);
+  IntervalTensor& y = c.outputs[0];
+  if (!x || !x->shape_known || !y.shape_known || x->shape.rank() == 0) return Status::ok();
+  const int axis = normalize_axis(c.node.attr_int("axis", 0), x->shape.rank());
+  if (axis < 0) return Status::ok();
+  y = IntervalTensor::filled(DType::Int64, y.shape, {0, double(x->shape[axis] - 1)});
+  return Status::ok();
+}
+
+// Σ|x|, Σx², √Σx²: non-decreasing in every |x|, so the kernel at the bounds of |x| bounds them. A float32
+// sum of n non-negative terms (each rounded once, and the root) is off by at most γ_{n+2} of itself.
+Status norm_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  IntervalTensor magnitude = *x;
+  magnitude.exact.reset();
+  for (size_t i = 0; i < magnitude.lo.size(); ++i) {
+    const double lo = x->lo[i], hi = x->hi[i];
+    magnitude.lo[i] = lo >= 0 ? lo : hi <= 0 ? -hi : 0.0;
+    magnitude.hi[i] = std::max(std::fabs(lo), std::fabs(hi));
+  }
+  std::vector<const IntervalTensor*> in(c.inputs.begin(), c.inputs.end());
+  in[0] = &magnitude;
+  BoundsContext on_magnitude{c.node, c.def, in, c.outputs};
+  GRIST_TRY(bounds_monotone(on_magnitude, true));
+  IntervalTensor& y = c.outputs[0];
+  if (!y.shape_known || y.numel() == 0) return Status::ok();
+  const double g = gamma_f32(std::max<int64_t>(1, x->numel() / y.numel()) + 2);
+  const bool root = c.node.op_type == "ReduceL2";  // √ hides a sum of squares beyond FLT_MAX: then inf
+  for (size_t i = 0; i < y.lo.size(); ++i) {
+    y.lo[i] = std::max(0.0, round_down_f32(y.lo[i] * (1 - g)));
+    y.hi[i] = root && !(y.hi[i] * y.hi[i] * (1 + g) <= FLT_MAX) ? kInf : round_up_f32(y.hi[i] * (1 + g));
+  }
+  return Status::ok();
+}
+
+// log Σ exp(x) is non-decreasing in x. The kernel shifts by the maximum: each term exp(x − m) ≤ 1, so
+// the rounding moves log Σ by at most γ_{n+4}, and adding m back by one rounding of the result.
+Status logsumexp_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_monotone(c, true));
+  const IntervalTensor* x = c.input(0);
+  IntervalTensor& y = c.outputs[0];
+  if (!x || !y.shape_known || y.numel() == 0) return Status::ok();
+  const double g = gamma_f32(std::max<int64_t>(1, x->numel() / y.numel()) + 4);
+  for (size_t i = 0; i < y.lo.size(); ++i) {
+    y.lo[i] = round_down_f32(y.lo[i] - g * (1 + std::fabs(y.lo[i])));
+    y.hi[i] = round_up_f32(y.hi[i] + g * (1 + std::fabs(y.hi[i])));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 
@@ -438,16 +496,17 @@ void register_reduction_ops(OpRegistry& r) {
   r.add(OpDef{"ReduceSum", "", reduce_forward<SumReduce>, local_reduce_backward<SumGrad>, data_only, {}, bounds_monotone_sum});
   r.add(OpDef{"ReduceMean", "", reduce_forward<MeanReduce>, local_reduce_backward<MeanGrad>, data_only, {}, bounds_monotone_sum});
   r.add(OpDef{"ReduceSumSquare", "", reduce_forward<SumSquareReduce>, local_reduce_backward<SumSquareGrad>,
-              data_only});
-  r.add(OpDef{"ReduceL1", "", reduce_forward<L1Reduce>, local_reduce_backward<L1Grad>, data_only});
-  r.add(OpDef{"ReduceL2", "", reduce_forward<L2Reduce>, local_reduce_backward<L2Grad>, data_only});
+              data_only, {}, norm_bounds});
+  r.add(OpDef{"ReduceL1", "", reduce_forward<L1Reduce>, local_reduce_backward<L1Grad>, data_only, {}, norm_bounds});
+  r.add(OpDef{"ReduceL2", "", reduce_forward<L2Reduce>, local_reduce_backward<L2Grad>, data_only, {}, norm_bounds});
   r.add(OpDef{"ReduceLogSum", "", reduce_forward<LogSumReduce>, logsum_backward, data_only});
-  r.add(OpDef{"ReduceLogSumExp", "", logsumexp_forward, local_reduce_backward<LogSumExpGrad>, data_only});
+  r.add(OpDef{"ReduceLogSumExp", "", logsumexp_forward, local_reduce_backward<LogSumExpGrad>, data_only, {},
+              logsumexp_bounds});
   r.add(OpDef{"ReduceProd", "", reduce_forward<ProdReduce>, prod_backward, data_only});
   r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only, {}, bounds_select});
   r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0});
-  r.add(OpDef{"ArgMin", "", arg_extremum_forward<false>, nullptr, 0});
+  r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0, {}, arg_extremum_bounds});
+  r.add(OpDef{"ArgMin", "", arg_extremum_forward<false>, nullptr, 0, {}, arg_extremum_bounds});
 }
 
 }  // namespace grist

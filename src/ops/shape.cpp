@@ -871,15 +871,26 @@ Status shape_bounds(BoundsContext& c) {
   c.outputs[0] = IntervalTensor::of_exact(std::move(out[0]));
   return Status::ok();
 }
-// Casting rounds or truncates monotonically, except to bool (x ≠ 0).
+// Casting rounds or truncates monotonically, except to bool (x ≠ 0). CastLike takes its target type from
+// input 1, whose values do not matter.
 Status cast_bounds(BoundsContext& c) {
-  if (c.node.attr_int("to", 0) != static_cast<int64_t>(DType::Bool)) return bounds_select(c);
+  const bool like = c.node.op_type == "CastLike";
+  const bool to_bool = like ? c.input(1) && c.input(1)->dtype == DType::Bool
+                            : c.node.attr_int("to", 0) == static_cast<int64_t>(DType::Bool);
+  if (!to_bool) return like ? bounds_monotone(c, true, inputs_mask({0}), true) : bounds_select(c);
   GRIST_TRY(bounds_unbounded(c));
   for (IntervalTensor& out : c.outputs) {
     out.lo = {0};
     out.hi = {1};
     out.may_be_nan = false;
   }
+  return Status::ok();
+}
+// Size: the element count, known with the shape.
+Status size_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  c.outputs[0] = IntervalTensor::of_exact(Tensor::scalar<int64_t>(x->numel()));
   return Status::ok();
 }
 }  // namespace
@@ -895,14 +906,14 @@ void register_shape_ops(OpRegistry& r) {
   r.add(OpDef{"Expand", "", view_forward<expand_view>, expand_backward, data_only, {}, bounds_select});
   r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select});
   r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select});
-  r.add(OpDef{"Split", "", split_forward, split_backward, data_only});
+  r.add(OpDef{"Split", "", split_forward, split_backward, data_only, {}, bounds_select});
   r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, bounds_select});
   r.add(OpDef{"Shape", "", shape_forward, nullptr, 0, {}, shape_bounds});
-  r.add(OpDef{"Size", "", size_forward, nullptr, 0});
+  r.add(OpDef{"Size", "", size_forward, nullptr, 0, {}, size_bounds});
   r.add(OpDef{"Constant", "", constant_forward, nullptr, 0});
   r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
   r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds});
-  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only});
+  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_bounds});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
 }
 

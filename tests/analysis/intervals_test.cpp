@@ -178,7 +178,7 @@ std::string describe(const Operand& o) {
 
 // The transfer through analyze_intervals (the call convention of `grist scan`), then `points` random
 // points per operand through the kernel, each output checked against the bounds.
-void check_sound(NodeSpec spec, const std::vector<Operand>& ops, Random& r, int points = 6) {
+void check_sound(NodeSpec spec, const std::vector<Operand>& ops, Random& r, int points = 6, size_t output = 0) {
   std::vector<Tensor> probe;
   IntervalOptions opts;
   spec.constant_inputs.clear();
@@ -188,8 +188,8 @@ void check_sound(NodeSpec spec, const std::vector<Operand>& ops, Random& r, int 
     opts.given[fmt::format("in{}", i)] = to_interval(ops[i]);
   }
   Graph g = make_single_node_graph(spec, probe);
-  const ValueId out_id = g.nodes[0].outputs[0];
-  g.values[static_cast<size_t>(out_id)].dtype = DType::Float32;  // as in exported models
+  const ValueId out_id = g.nodes[0].outputs[output];
+  if (output == 0) g.values[static_cast<size_t>(out_id)].dtype = DType::Float32;  // as in exported models
   auto a = analyze_intervals(g, opts);
   RC_ASSERT(a.is_ok());
   const IntervalTensor& y = a->values[static_cast<size_t>(out_id)];
@@ -200,7 +200,7 @@ void check_sound(NodeSpec spec, const std::vector<Operand>& ops, Random& r, int 
     for (const Operand& o : ops) in.push_back(concrete(r, o));
     auto out = try_run_node(spec, in);
     if (!out) continue;  // the kernel rejects this input (e.g. an index out of range): nothing to bound
-    const Tensor& t = (*out)[0];
+    const Tensor& t = (*out)[output];
     RC_ASSERT(y.shape_known);
     RC_ASSERT(t.numel() == y.numel());
     for (int64_t i = 0; i < t.numel(); ++i) {
@@ -261,6 +261,7 @@ RC_GTEST_PROP(IntervalSoundness, Identity, ()) { unary_property("Identity"); }
 RC_GTEST_PROP(IntervalSoundness, Erf, ()) { unary_property("Erf"); }
 RC_GTEST_PROP(IntervalSoundness, Softplus, ()) { unary_property("Softplus"); }
 RC_GTEST_PROP(IntervalSoundness, Softsign, ()) { unary_property("Softsign"); }
+RC_GTEST_PROP(IntervalSoundness, LeakyRelu, ()) { unary_property("LeakyRelu"); }
 RC_GTEST_PROP(IntervalSoundness, IsInf, ()) { unary_property("IsInf"); }
 RC_GTEST_PROP(IntervalSoundness, IsNaN, ()) { unary_property("IsNaN"); }
 RC_GTEST_PROP(IntervalSoundness, Not, ()) {
@@ -478,6 +479,29 @@ RC_GTEST_PROP(IntervalSoundness, ReduceSum, ()) { reduce_property("ReduceSum", t
 RC_GTEST_PROP(IntervalSoundness, ReduceMean, ()) { reduce_property("ReduceMean", false); }
 RC_GTEST_PROP(IntervalSoundness, ReduceMax, ()) { reduce_property("ReduceMax", false); }
 RC_GTEST_PROP(IntervalSoundness, ReduceMin, ()) { reduce_property("ReduceMin", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceSumSquare, ()) { reduce_property("ReduceSumSquare", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceL1, ()) { reduce_property("ReduceL1", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceL2, ()) { reduce_property("ReduceL2", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceLogSumExp, ()) { reduce_property("ReduceLogSumExp", false); }
+
+void arg_extremum_property(const char* op) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 5);
+  NodeSpec spec{op, {{"axis", attr_int(r.pick(2 * shape.rank()) - shape.rank())}, {"keepdims", attr_int(r.coin())}}};
+  check_sound(spec, {boxed(r, shape, random_style(r))}, r);
+}
+RC_GTEST_PROP(IntervalSoundness, ArgMax, ()) { arg_extremum_property("ArgMax"); }
+RC_GTEST_PROP(IntervalSoundness, ArgMin, ()) { arg_extremum_property("ArgMin"); }
+
+// TopK's values (some of x's) and indices (positions along the axis).
+RC_GTEST_PROP(IntervalSoundness, TopK, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 5);
+  const int axis = r.pick(shape.rank());
+  NodeSpec spec{"TopK", {{"axis", attr_int(axis)}, {"largest", attr_int(r.coin())}}, 2};
+  std::vector<Operand> ops{boxed(r, shape, random_style(r)), exact_i64({1 + r.pick(static_cast<int>(shape[axis]))})};
+  check_sound(spec, ops, r, 6, static_cast<size_t>(r.pick(2)));
+}
 
 // ---- shape and selection ----------------------------------------------------------------------------
 
@@ -728,6 +752,66 @@ RC_GTEST_PROP(IntervalSoundness, LayerNormalization, ()) {
   std::vector<Operand> ops{boxed(r, xs, random_style(r)), boxed(r, param, random_style(r, false))};
   if (r.coin()) ops.push_back(boxed(r, param, random_style(r, false)));
   check_sound(spec, ops, r);
+}
+
+// Sum and Mean fold one to three broadcast operands.
+void variadic_property(const char* op) {
+  Random r(seed());
+  const Shape out = random_shape(r, 0, 3);
+  std::vector<Operand> ops;
+  for (int i = 1 + r.pick(3); i > 0; --i) ops.push_back(boxed(r, broadcast_operand(r, out), random_style(r)));
+  check_sound({op}, ops, r);
+}
+RC_GTEST_PROP(IntervalSoundness, Sum, ()) { variadic_property("Sum"); }
+RC_GTEST_PROP(IntervalSoundness, Mean, ()) { variadic_property("Mean"); }
+
+// Split into equal parts or by exact sizes; one of the outputs checked.
+RC_GTEST_PROP(IntervalSoundness, Split, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 1, 3, 6);
+  const int axis = r.pick(shape.rank());
+  const int64_t dim = shape[axis];
+  std::vector<int64_t> sizes;
+  for (int64_t left = dim; left > 0;) {
+    const int64_t s = 1 + r.pick(static_cast<int>(left));
+    sizes.push_back(s);
+    left -= s;
+  }
+  NodeSpec spec{"Split", {{"axis", attr_int(axis)}}, static_cast<int>(sizes.size())};
+  std::vector<Operand> ops{boxed(r, shape, random_style(r))};
+  ops.push_back(exact_i64(sizes));
+  check_sound(spec, ops, r, 6, static_cast<size_t>(r.pick(static_cast<int>(sizes.size()))));
+}
+
+RC_GTEST_PROP(IntervalSoundness, Size, ()) {
+  Random r(seed());
+  check_sound({"Size"}, {boxed(r, random_shape(r, 0, 3), random_style(r))}, r);
+}
+
+// CastLike to float64, int64 or bool (x ≠ 0), the target's values irrelevant.
+RC_GTEST_PROP(IntervalSoundness, CastLike, ()) {
+  Random r(seed());
+  const Shape shape = random_shape(r, 0, 3);
+  BoxStyle s = random_style(r, false);
+  s.scale = std::min(s.scale, 1e9);  // within int64
+  Operand like = exact_i64({0});
+  const int kind = r.pick(3);
+  if (kind == 1) {
+    like.value = Tensor(DType::Bool, {1});
+    like.dtype = DType::Bool;
+  } else if (kind == 2) {
+    like.value = Tensor(DType::Float64, {1});
+    like.dtype = DType::Float64;
+  }
+  check_sound({"CastLike"}, {boxed(r, shape, s), like}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, RandomUniform, ()) {
+  Random r(seed());
+  const double a = r.uniform(-10, 10), b = a + r.uniform(0, 10);
+  NodeSpec spec{"RandomUniform",
+                {{"shape", attr_ints({1 + r.pick(4), 1 + r.pick(4)})}, {"low", attr_float(a)}, {"high", attr_float(b)}}};
+  check_sound(spec, {}, r);
 }
 
 // Shape: exact whatever the values, with start/end (opset 15) picking a range of dimensions.
