@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/scan.h"
 #include "data/npz.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
@@ -20,6 +21,9 @@ struct Case {
   const char* model;
   const char* scalar;   // the value whose gradient PyTorch recorded
   bool sum_of_output;   // true: the gradient of sum(scalar); false: scalar is already the loss
+  // Absolute tolerance of the gradients: gradients up to ~20 summed over a batch (the VAE head) differ
+  // from float64 by up to 1.1e-5 in PyTorch's own float32 result.
+  double grad_atol = 1e-6;
 };
 
 void expect_matches_pytorch(const Case& c) {
@@ -58,7 +62,7 @@ void expect_matches_pytorch(const Case& c) {
     ASSERT_NE(id, kNoValue) << key;
     const Tensor* grad = ex->grad(id);
     ASSERT_NE(grad, nullptr) << c.model << ": no gradient reached " << key;
-    EXPECT_TRUE(grist::testing::tensors_close(t, *grad, 1e-5, 1e-6)) << c.model << " " << key;
+    EXPECT_TRUE(grist::testing::tensors_close(t, *grad, 1e-5, c.grad_atol)) << c.model << " " << key;
     ++grads;
   }
   EXPECT_GT(outputs, 0);
@@ -71,4 +75,24 @@ TEST(TorchModels, MlpOutputsAndGradientsMatchPyTorch) { expect_matches_pytorch({
 TEST(TorchModels, CnnWithConvPoolDropoutMatchesPyTorch) { expect_matches_pytorch({"cnn", "y", true}); }
 TEST(TorchModels, ClassifierWithLossInsideMatchesPyTorch) {
   expect_matches_pytorch({"classifier_loss", "loss", false});
+}
+TEST(TorchModels, VaeHeadWithBatchNormAndSplitMatchesPyTorch) {
+  expect_matches_pytorch({"vae_head", "direction", true, 2e-5});
+}
+
+// The scan of an exported model with batch norm, LeakyReLU, chunk (Split) and F.normalize: every op has
+// a transfer, and the division by clamp(‖mean‖, 1e-12) is proved safe under RANUM's default ranges.
+TEST(TorchModels, ScanBoundsEveryOpOfTheVaeHead) {
+  auto g = import_onnx_file((kModels / "vae_head.onnx").string());
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  auto rep = scan(*g);
+  ASSERT_TRUE(rep.is_ok()) << rep.message();
+  EXPECT_TRUE(rep->unbounded_nodes.empty()) << rep->unbounded_nodes.front();
+  int divisions = 0;
+  for (const HazardVerdict& v : rep->verdicts)
+    if (v.site.op_type == "Div" && v.site.node_name.find("Div_1") != std::string::npos) {
+      EXPECT_EQ(v.verdict, Verdict::ProvedSafe) << v.site.node_name << " [" << v.operand.lo << ", " << v.operand.hi << "]";
+      ++divisions;
+    }
+  EXPECT_EQ(divisions, 1);
 }

@@ -60,6 +60,27 @@ class ClassifierWithLoss(nn.Module):
         return probs, loss
 
 
+class VaeHead(nn.Module):
+    """conv → leaky relu → batch norm (eval, running statistics) → max pool → linear → chunk into a mean and
+    a log-variance; F.normalize(mean) (ReduceL2, clamp, division) and exp(logvar / 2). The scan test
+    expects every op bounded and the normalising division proved safe."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.act = nn.LeakyReLU(0.1)
+        self.bn = nn.BatchNorm2d(4)
+        self.fc = nn.Linear(4 * 4 * 4, 6)
+        with torch.no_grad():
+            self.bn.running_mean.copy_(torch.rand(4) - 0.5)
+            self.bn.running_var.copy_(torch.rand(4) + 0.5)
+
+    def forward(self, x):
+        h = F.max_pool2d(self.bn(self.act(self.conv(x))), 2)  # 8x8 -> 4x4
+        mean, logvar = self.fc(torch.flatten(h, 1)).chunk(2, dim=1)
+        return F.normalize(mean, dim=1), torch.exp(0.5 * logvar)
+
+
 def export(name, model, args, input_names, output_names, dynamic, opset, loss_index=None, train_mode=False):
     model.eval()
     path = os.path.join(HERE, name + ".onnx")
@@ -162,6 +183,9 @@ def main():
     export("classifier_loss", ClassifierWithLoss(), (torch.randn(5, 8), torch.tensor([0, 3, 1, 2, 3])),
            ["x", "y"], ["probs", "loss"], {"x": {0: "batch"}, "y": {0: "batch"}, "probs": {0: "batch"}}, 15,
            loss_index=1)
+    torch.manual_seed(3)
+    export("vae_head", VaeHead(), (torch.rand(3, 1, 8, 8),), ["x"], ["direction", "std"],
+           {"x": {0: "batch"}, "direction": {0: "batch"}, "std": {0: "batch"}}, 13)
 
 
 if __name__ == "__main__":
