@@ -574,6 +574,26 @@ Status topk_bounds(BoundsContext& c) {
     c.outputs[1] = IntervalTensor::filled(DType::Int64, c.outputs[1].shape, {0, double(x->shape[axis] - 1)});
   return Status::ok();
 }
+
+// Scatter without a reduction (or with max/min) selects, per element, the data or one of the updates;
+// add and mul combine several updates in one element, rounding each time: left unbounded.
+Status scatter_bounds(BoundsContext& c) {
+  const std::string reduction = c.node.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "max" && reduction != "min") return bounds_unbounded(c);
+  return bounds_select_by_index(c);
+}
+
+// OneHot: every element is off_value or on_value (the shape needs depth exact).
+Status one_hot_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_unbounded(c));
+  const IntervalTensor* values = c.input(2);
+  IntervalTensor& y = c.outputs[0];
+  if (!values || !y.shape_known) return Status::ok();
+  const Shape shape = y.shape;
+  y = IntervalTensor::filled(values->dtype, shape, values->hull());
+  y.may_be_nan = values->may_be_nan;
+  return Status::ok();
+}
 }  // namespace
 
 void register_indexing_ops(OpRegistry& r) {
@@ -581,11 +601,14 @@ void register_indexing_ops(OpRegistry& r) {
   const uint32_t data_and_updates = inputs_mask({0, 2});
   r.add(OpDef{"Gather", "", gather_forward<GatherRuns>, gather_backward<GatherRuns>, data_only, {}, bounds_select_by_index});
   r.add(OpDef{"GatherElements", "", gather_forward<ElementRuns>, gather_backward<ElementRuns>, data_only, {}, bounds_select_by_index});
-  r.add(OpDef{"GatherND", "", gather_forward<NdRuns>, gather_backward<NdRuns>, data_only});
-  r.add(OpDef{"ScatterElements", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates});
-  r.add(OpDef{"Scatter", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates});
-  r.add(OpDef{"ScatterND", "", scatter_forward<NdRuns>, scatter_backward<NdRuns>, data_and_updates});
-  r.add(OpDef{"OneHot", "", one_hot_forward, nullptr, 0});
+  r.add(OpDef{"GatherND", "", gather_forward<NdRuns>, gather_backward<NdRuns>, data_only, {}, bounds_select_by_index});
+  r.add(OpDef{"ScatterElements", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates,
+              {}, scatter_bounds});
+  r.add(OpDef{"Scatter", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates, {},
+              scatter_bounds});
+  r.add(OpDef{"ScatterND", "", scatter_forward<NdRuns>, scatter_backward<NdRuns>, data_and_updates, {},
+              scatter_bounds});
+  r.add(OpDef{"OneHot", "", one_hot_forward, nullptr, 0, {}, one_hot_bounds});
   r.add(OpDef{"NonZero", "", non_zero_forward, nullptr, 0});
   r.add(OpDef{"TopK", "", topk_forward, topk_backward, data_only, {}, topk_bounds});
 }

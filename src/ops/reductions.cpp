@@ -488,6 +488,67 @@ Status logsumexp_bounds(BoundsContext& c) {
   return Status::ok();
 }
 
+// log Σx: non-decreasing in x (NaN where the sum may be negative). The kernel at the bounds gives the
+// exact sums' logarithms; the float32 sum is off by γ_n·Σ|x| ≤ γ_n·n·max|x| (not relative to a sum that
+// cancels), so the sums are widened by that before the logarithm is taken again. A sum that may overflow
+// (n·max|x| beyond FLT_MAX: ±inf, or NaN) leaves the output unbounded.
+Status logsum_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_monotone(c, true));
+  const IntervalTensor* x = c.input(0);
+  IntervalTensor& y = c.outputs[0];
+  if (!x || !y.shape_known || y.numel() == 0) return Status::ok();
+  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const Interval h = x->hull();
+  const double magnitude = static_cast<double>(n) * std::max(std::fabs(h.lo), std::fabs(h.hi));
+  if (!(magnitude <= FLT_MAX)) {
+    const Shape shape = y.shape;
+    y = IntervalTensor::unbounded(x->dtype, shape);
+    return Status::ok();
+  }
+  const double e = gamma_f32(n + 1) * magnitude;
+  for (size_t i = 0; i < y.lo.size(); ++i) {
+    const double sum_lo = std::exp(y.lo[i]) * (1 - 0x1.0p-50) - e, sum_hi = std::exp(y.hi[i]) * (1 + 0x1.0p-50) + e;
+    if (sum_lo < 0) y.may_be_nan = true;
+    y.lo[i] = sum_lo > 0 ? round_down_f32(std::log(sum_lo)) : -kInf;
+    y.hi[i] = sum_hi > 0 ? round_up_f32(std::log(sum_hi)) : -kInf;
+  }
+  return Status::ok();
+}
+
+// Π x over n terms: non-decreasing for x ≥ 0 (the kernel at the bounds); otherwise |Π x| ≤ max|x|ⁿ. Each
+// product rounds by u of itself, or by 2⁻¹⁵⁰ once a partial product is subnormal, an error later factors
+// (≤ H = max(max|x|, 1)) scale by at most Hⁿ; a partial product beyond FLT_MAX is inf, and inf·0 NaN.
+Status prod_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known) return bounds_unbounded(c);
+  const Interval h = x->hull();
+  const bool non_negative = h.lo >= 0;
+  IntervalTensor& y = c.outputs[0];
+  GRIST_TRY(non_negative ? bounds_monotone(c, true) : bounds_unbounded(c));
+  if (!y.shape_known || y.numel() == 0) return Status::ok();
+  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const double g = gamma_f32(n + 1);
+  const double top = std::pow(std::max({std::fabs(h.lo), std::fabs(h.hi), 1.0}), static_cast<double>(n));
+  const double absolute = static_cast<double>(n) * 0x1.0p-150 * top;
+  if (!h.finite() || x->may_be_nan || !(top * (1 + g) + absolute <= FLT_MAX)) {
+    const Shape shape = y.shape;
+    y = IntervalTensor::unbounded(x->dtype, shape);
+    return Status::ok();
+  }
+  if (non_negative) {
+    for (size_t i = 0; i < y.lo.size(); ++i) {
+      y.lo[i] = std::max(0.0, round_down_f32(y.lo[i] * (1 - g) - absolute));
+      y.hi[i] = round_up_f32(y.hi[i] * (1 + g) + absolute);
+    }
+  } else {
+    const double m = top * (1 + g) + absolute;
+    const Shape shape = y.shape;
+    y = IntervalTensor::filled(x->dtype, shape, {round_down_f32(-m), round_up_f32(m)});
+  }
+  y.may_be_nan = false;
+  return Status::ok();
+}
+
 }  // namespace
 
 
@@ -499,10 +560,10 @@ void register_reduction_ops(OpRegistry& r) {
               data_only, {}, norm_bounds});
   r.add(OpDef{"ReduceL1", "", reduce_forward<L1Reduce>, local_reduce_backward<L1Grad>, data_only, {}, norm_bounds});
   r.add(OpDef{"ReduceL2", "", reduce_forward<L2Reduce>, local_reduce_backward<L2Grad>, data_only, {}, norm_bounds});
-  r.add(OpDef{"ReduceLogSum", "", reduce_forward<LogSumReduce>, logsum_backward, data_only});
+  r.add(OpDef{"ReduceLogSum", "", reduce_forward<LogSumReduce>, logsum_backward, data_only, {}, logsum_bounds});
   r.add(OpDef{"ReduceLogSumExp", "", logsumexp_forward, local_reduce_backward<LogSumExpGrad>, data_only, {},
               logsumexp_bounds});
-  r.add(OpDef{"ReduceProd", "", reduce_forward<ProdReduce>, prod_backward, data_only});
+  r.add(OpDef{"ReduceProd", "", reduce_forward<ProdReduce>, prod_backward, data_only, {}, prod_bounds});
   r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only, {}, bounds_select});
   r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select});
   r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0, {}, arg_extremum_bounds});

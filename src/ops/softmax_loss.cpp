@@ -483,19 +483,16 @@ Status softmax_bounds(BoundsContext& c) {
   return Status::ok();
 }
 
-// NLL: −x[target]·w[target] per element; the mean divides the sum by the total weight, so with positive
-// weights it is a weighted average of the −x[target] themselves (not of the products); zero or negative
-// weights, or all targets ignorable, leave it open.
-Status nll_bounds(BoundsContext& c) {
+// NLL-style losses from the bounds of −log p[target] (`neg_logp`): −log p·w[target] per element; the mean
+// divides the sum by the total weight, so with positive weights it is a weighted average of the −log p
+// themselves (not of the products); zero or negative weights, or all targets ignorable, leave it open.
+Status weighted_loss_bounds(BoundsContext& c, Interval nx, bool nan) {
   const IntervalTensor* x = c.input(0);
   const IntervalTensor* t = c.input(1);
   const IntervalTensor* w = c.input(2);
-  if (!x || !t || !t->shape_known) return bounds_unbounded(c);
   const std::string reduction = c.node.attr_string("reduction", "mean");
-  Interval nx = x->hull();
-  nx = {-nx.hi, -nx.lo};
   Interval wh = w ? w->hull() : Interval{1, 1};
-  bool nan = x->may_be_nan || (w && w->may_be_nan);
+  nan |= w && w->may_be_nan;
   Interval term = interval_mul(nx, wh, nan);
   const bool ignorable = c.node.has_attr("ignore_index") && t->hull().contains(double(c.node.attr_int("ignore_index", 0)));
   if (ignorable || reduction != "mean") term = {std::min(term.lo, 0.0), std::max(term.hi, 0.0)};
@@ -507,7 +504,7 @@ Status nll_bounds(BoundsContext& c) {
     r = {};
     nan = true;
   } else if (reduction == "mean") {
-    // A convex combination of the −x, unless a product, the float32 sum of the products or the total
+    // A convex combination of the −log p, unless a product, the float32 sum of the products or the total
     // weight overflows (±inf, inf − inf = NaN, x/inf = 0); both sums' rounding errors count in the quotient.
     if (std::max(std::fabs(term.lo), std::fabs(term.hi)) * count <= FLT_MAX && wh.hi * count <= FLT_MAX) {
       r = nx;
@@ -523,13 +520,43 @@ Status nll_bounds(BoundsContext& c) {
   y.may_be_nan = nan || !std::isfinite(r.lo) || !std::isfinite(r.hi);
   return Status::ok();
 }
+
+// NegativeLogLikelihoodLoss: −log p is −x[target].
+Status nll_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* t = c.input(1);
+  if (!x || !t || !t->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  const Interval h = x->hull();
+  return weighted_loss_bounds(c, {-h.hi, -h.lo}, x->may_be_nan);
+}
+
+// SoftmaxCrossEntropyLoss: −log p = logsumexp(x) − x[target] ∈ [0, spread(x) + log C] over C classes; the
+// kernel's shifted log-sum-exp is off by γ_{C+4}·(1 + |result|) (as ReduceLogSumExp). Its optional
+// log_prob output is the negation.
+Status sce_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* t = c.input(1);
+  if (!x || !t || !t->shape_known || !x->shape_known || x->shape.rank() < 2 || c.outputs.empty())
+    return bounds_unbounded(c);
+  const Interval h = x->hull();
+  const double classes = static_cast<double>(x->shape[1]);
+  const double top = (h.hi - h.lo) + std::log(classes);
+  const bool open = !h.finite() || x->may_be_nan;
+  const double e = gamma_f32(x->shape[1] + 4) * (1 + top);
+  const Interval nx = open ? Interval{-kInf, kInf} : widen_f32({-e, top + e});
+  if (c.outputs.size() > 1) {
+    c.outputs[1] = IntervalTensor::filled(x->dtype, x->shape, {-nx.hi, -nx.lo});
+    c.outputs[1].may_be_nan = open;
+  }
+  return weighted_loss_bounds(c, nx, open);
+}
 }  // namespace
 
 void register_softmax_and_loss_ops(OpRegistry& r) {
   r.add(OpDef{"Softmax", "", softmax_forward<false>, softmax_backward<false>, inputs_mask({0}), {}, softmax_bounds<false>});
   r.add(OpDef{"LogSoftmax", "", softmax_forward<true>, softmax_backward<true>, inputs_mask({0}), kLogSoftmaxHazards, softmax_bounds<true>});
   r.add(OpDef{"NegativeLogLikelihoodLoss", "", nll_forward, nll_backward, inputs_mask({0}), kLossHazards, nll_bounds});
-  r.add(OpDef{"SoftmaxCrossEntropyLoss", "", sce_forward, sce_backward, inputs_mask({0}), kLossHazards});
+  r.add(OpDef{"SoftmaxCrossEntropyLoss", "", sce_forward, sce_backward, inputs_mask({0}), kLossHazards, sce_bounds});
 }
 
 }  // namespace grist

@@ -483,6 +483,8 @@ RC_GTEST_PROP(IntervalSoundness, ReduceSumSquare, ()) { reduce_property("ReduceS
 RC_GTEST_PROP(IntervalSoundness, ReduceL1, ()) { reduce_property("ReduceL1", false); }
 RC_GTEST_PROP(IntervalSoundness, ReduceL2, ()) { reduce_property("ReduceL2", false); }
 RC_GTEST_PROP(IntervalSoundness, ReduceLogSumExp, ()) { reduce_property("ReduceLogSumExp", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceLogSum, ()) { reduce_property("ReduceLogSum", false); }
+RC_GTEST_PROP(IntervalSoundness, ReduceProd, ()) { reduce_property("ReduceProd", false); }
 
 void arg_extremum_property(const char* op) {
   Random r(seed());
@@ -684,9 +686,9 @@ RC_GTEST_PROP(IntervalSoundness, Dropout, ()) {
   check_sound({"Dropout"}, ops, r);
 }
 
-// NegativeLogLikelihoodLoss: x [N, C] or [N, C, D], class indices exact or known by their range, optional
+// NegativeLogLikelihoodLoss (and SoftmaxCrossEntropyLoss): x [N, C] or [N, C, D], class indices exact or known by their range, optional
 // class weights (possibly 0 or negative: the mean then divides by a total that may be 0), ignore_index.
-RC_GTEST_PROP(IntervalSoundness, NegativeLogLikelihoodLoss, ()) {
+void loss_property(const char* op) {
   Random r(seed());
   const int64_t n = 1 + r.pick(3), classes = 1 + r.pick(4);
   Shape xs{n, classes}, ts{n};
@@ -712,10 +714,15 @@ RC_GTEST_PROP(IntervalSoundness, NegativeLogLikelihoodLoss, ()) {
     ops.push_back(boxed(r, {classes}, ws));
   }
   static const char* reductions[] = {"none", "sum", "mean"};
-  NodeSpec spec{"NegativeLogLikelihoodLoss", {{"reduction", attr_string(reductions[r.pick(3)])}}};
+  NodeSpec spec{op, {{"reduction", attr_string(reductions[r.pick(3)])}}};
   if (r.coin(0.3)) spec.attributes.push_back({"ignore_index", attr_int(r.pick(static_cast<int>(classes)))});
-  check_sound(spec, ops, r);
+  const bool log_prob = std::string(op) == "SoftmaxCrossEntropyLoss" && r.coin();
+  if (log_prob) spec.num_outputs = 2;
+  check_sound(spec, ops, r, 6, log_prob ? 1 : 0);
 }
+RC_GTEST_PROP(IntervalSoundness, NegativeLogLikelihoodLoss, ()) { loss_property("NegativeLogLikelihoodLoss"); }
+// The same with log-softmax inside, and its optional log_prob output.
+RC_GTEST_PROP(IntervalSoundness, SoftmaxCrossEntropyLoss, ()) { loss_property("SoftmaxCrossEntropyLoss"); }
 
 // BatchNormalization in inference (running statistics as inputs, some variances reaching ≤ 0) and in
 // training (batch statistics), x with blocks per channel among the others.
@@ -812,6 +819,66 @@ RC_GTEST_PROP(IntervalSoundness, RandomUniform, ()) {
   NodeSpec spec{"RandomUniform",
                 {{"shape", attr_ints({1 + r.pick(4), 1 + r.pick(4)})}, {"low", attr_float(a)}, {"high", attr_float(b)}}};
   check_sound(spec, {}, r);
+}
+
+// Indices exact, or known only by their range (any valid index).
+Operand index_operand(Random& r, const Shape& shape, int64_t dim) {
+  std::vector<int64_t> v(static_cast<size_t>(shape.numel()));
+  for (auto& i : v) i = r.pick(static_cast<int>(dim));
+  Operand o = exact_i64(v);
+  o.shape = shape;
+  o.value = Tensor(DType::Int64, shape);
+  std::copy(v.begin(), v.end(), o.value.data<int64_t>());
+  if (r.coin(0.3)) {
+    o.exact = false;
+    o.boxes = {{0, double(dim - 1)}};
+    o.smashed = shape.numel() > 1;
+  }
+  return o;
+}
+
+RC_GTEST_PROP(IntervalSoundness, GatherND, ()) {
+  Random r(seed());
+  const Shape data = random_shape(r, 1, 3);
+  const int k = 1 + r.pick(data.rank());
+  int64_t smallest = data[0];
+  for (int d = 0; d < k; ++d) smallest = std::min(smallest, data[d]);
+  check_sound({"GatherND"}, {boxed(r, data, random_style(r)), index_operand(r, {1 + r.pick(3), k}, smallest)}, r);
+}
+
+// ScatterElements (with duplicates: one of the updates wins) and ScatterND, without a reduction or with
+// max/min.
+RC_GTEST_PROP(IntervalSoundness, ScatterElements, ()) {
+  Random r(seed());
+  const Shape data = random_shape(r, 1, 3);
+  const int axis = r.pick(data.rank());
+  Shape upd;
+  for (int d = 0; d < data.rank(); ++d) upd.push_back(d == axis ? 1 + r.pick(3) : 1 + r.pick(static_cast<int>(data[d])));
+  static const char* reductions[] = {"none", "max", "min"};
+  NodeSpec spec{"ScatterElements", {{"axis", attr_int(axis)}, {"reduction", attr_string(reductions[r.pick(3)])}}};
+  spec.opset = 18;
+  check_sound(spec, {boxed(r, data, random_style(r)), index_operand(r, upd, data[axis]), boxed(r, upd, random_style(r))},
+              r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, ScatterND, ()) {
+  Random r(seed());
+  const Shape data = random_shape(r, 1, 3);
+  // One index into the first dimension, updating a whole slice.
+  Shape upd{1};
+  for (int d = 1; d < data.rank(); ++d) upd.push_back(data[d]);
+  check_sound({"ScatterND"},
+              {boxed(r, data, random_style(r)), index_operand(r, {1, 1}, data[0]), boxed(r, upd, random_style(r))}, r);
+}
+
+RC_GTEST_PROP(IntervalSoundness, OneHot, ()) {
+  Random r(seed());
+  const int64_t depth = 1 + r.pick(4);
+  Operand depth_op = exact_i64({depth});
+  depth_op.shape = Shape{};
+  depth_op.value = Tensor::scalar<int64_t>(depth);
+  check_sound({"OneHot"}, {index_operand(r, random_shape(r, 1, 2), depth), depth_op, boxed(r, {2}, random_style(r))},
+              r);
 }
 
 // Shape: exact whatever the values, with start/end (opset 15) picking a range of dimensions.
