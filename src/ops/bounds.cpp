@@ -30,6 +30,10 @@ double round_up_f32(double v) {
   return static_cast<double>(f);
 }
 
+double sum_error_f32(int64_t n, double magnitude) {
+  return gamma_f32(n) * magnitude + 2 * static_cast<double>(std::max<int64_t>(n, 1)) * FLT_MIN;
+}
+
 double gamma_f32(int64_t n) {
   const double nu = static_cast<double>(std::max<int64_t>(n, 1)) * 0x1.0p-24;
   return nu >= 1 ? kInf : nu / (1 - nu);
@@ -368,6 +372,16 @@ bool pooled_shape(const Node& n, const Shape& x, bool global, Shape& out) {
     int64_t o = (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
     // A last window starting in the end padding is dropped (ONNX and PyTorch).
     if (ceil_mode && (o - 1) * st[d] >= x[2 + d] + (ap == "VALID" ? 0 : pd[d])) --o;
+    // A window that misses the input entirely (dilations over padding) gives −inf or 0/0: no rule here.
+    const int64_t begin = ap == "VALID" ? 0 : pd[d];
+    for (int64_t i = 0; i < o; ++i) {
+      bool hits = false;
+      for (int64_t j = 0; j < k[d] && !hits; ++j) {
+        const int64_t at = i * st[d] - begin + j * dl[d];
+        hits = at >= 0 && at < x[2 + d];
+      }
+      if (!hits) return false;
+    }
     out.push_back(o);
   }
   return true;
@@ -533,6 +547,19 @@ bool probe_selection_shape(const BoundsContext& c, uint32_t mask, std::vector<Sh
   return true;
 }
 
+// Bounds computed in float64 for a float32 function of libm: rounded outward, then two more ulps, as glibc's
+// float functions are off by up to 2 ulps (tanhf, found by the Tanh property).
+void widen_for_libm(IntervalTensor& out) {
+  for (auto& v : out.lo) {
+    v = round_down_f32(v);
+    if (std::isfinite(v)) v = std::nextafter(std::nextafter(static_cast<float>(v), -INFINITY), -INFINITY);
+  }
+  for (auto& v : out.hi) {
+    v = round_up_f32(v);
+    if (std::isfinite(v)) v = std::nextafter(std::nextafter(static_cast<float>(v), INFINITY), INFINITY);
+  }
+}
+
 // A point-wise op on its operands' grids: the kernel runs on the stored bounds (one per block, element or
 // tensor) and its broadcasting gives the output's grid, so a per-channel bias or a per-column scale keeps
 // the blocks. Exact operands take part as they are (at most kElementwiseLimit elements). True when it
@@ -582,10 +609,7 @@ bool pointwise_on_grid(BoundsContext& c, bool exact, bool increasing, uint32_t m
   out.set_grid(lo_out[0].shape());
   out.exact.reset();
   out.may_be_nan |= nan_in;
-  if (!exact) {
-    for (auto& v : out.lo) v = round_down_f32(v);
-    for (auto& v : out.hi) v = round_up_f32(v);
-  }
+  if (!exact) widen_for_libm(out);
   return true;
 }
 
@@ -788,10 +812,7 @@ Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t dat
       out.lo = {h.lo};
       out.hi = {h.hi};
     }
-    if (!exact) {
-      for (auto& v : out.lo) v = round_down_f32(v);
-      for (auto& v : out.hi) v = round_up_f32(v);
-    }
+    if (!exact) widen_for_libm(out);
   }
   return Status::ok();
 }
@@ -824,7 +845,7 @@ bool smashed_reduce_bounds(BoundsContext& c, bool averaged) {
   out = IntervalTensor::filled(x->dtype, shape, averaged ? h : Interval{terms * h.lo, terms * h.hi});
   out.may_be_nan = x->may_be_nan;
   const double mag = std::max(std::fabs(h.lo), std::fabs(h.hi)) * (averaged ? 1.0 : terms);
-  sum_widen(out, 0, gamma_f32(static_cast<int64_t>(terms)) * mag, averaged ? mag * terms : mag);
+  sum_widen(out, 0, sum_error_f32(static_cast<int64_t>(terms), mag), averaged ? mag * terms : mag);
   if (!out.may_be_nan && h.lo >= 0) out.lo[0] = std::max(out.lo[0], 0.0);
   if (!out.may_be_nan && h.hi <= 0) out.hi[0] = std::min(out.hi[0], 0.0);
   return true;
@@ -846,10 +867,9 @@ Status bounds_sum_of_terms(BoundsContext& c, int64_t terms, bool averaged) {
   if (!run_kernel(c.node, c.def, in, abs_out)) return bounds_unbounded(c);
   IntervalTensor& out = c.outputs[0];
   if (terms <= 0) terms = out.numel() > 0 ? std::max<int64_t>(1, x->numel() / out.numel()) : 1;
-  const double g = gamma_f32(terms);
   for (size_t i = 0; i < out.lo.size(); ++i) {
     const double mag = abs_out[0].get_as_double(static_cast<int64_t>(i));
-    sum_widen(out, i, g * mag, averaged ? mag * static_cast<double>(terms) : mag);
+    sum_widen(out, i, sum_error_f32(terms, mag), averaged ? mag * static_cast<double>(terms) : mag);
   }
   // Rounding never changes the sign of a sum of terms of one sign (padding adds zeros).
   const Interval h = x->hull();
@@ -887,6 +907,12 @@ Status combine_on_grids(const Node& node, const IntervalTensor& a, const Interva
               a.shape.str(), b.shape.str());
   IntervalTensor result = IntervalTensor::filled(a.dtype, shape, {});
   bool nan = a.may_be_nan || b.may_be_nan;
+  if (shape.numel() == 0) {  // no element: no bounds to store
+    result.lo.clear();
+    result.hi.clear();
+    out = std::move(result);
+    return Status::ok();
+  }
   const Shape grid_a = a.grid(), grid_b = b.grid();
   Shape grid;
   if (!broadcast_shapes(grid_a, grid_b, grid) || grid.numel() > kElementwiseLimit) {
@@ -1010,7 +1036,6 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
   const int64_t n = mid_out[0].numel();
   out.lo.resize(static_cast<size_t>(n));
   out.hi.resize(static_cast<size_t>(n));
-  const double g = gamma_f32(terms + 1);
   // Gemm scales the product by alpha after summing: the float32 partial sums reach |terms| / alpha.
   const double alpha = std::min(1.0, c.node.attr_float("alpha", 1));
   auto at = [](const std::vector<Tensor>& t, int64_t i) { return t[0].data<double>()[i]; };
@@ -1022,7 +1047,7 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
         split_helps ? at(split[4], i) + at(split[5], i) - at(split[6], i) - at(split[7], i) : -kInf;
     out.lo[static_cast<size_t>(i)] = std::max(m - r, split_lo);
     out.hi[static_cast<size_t>(i)] = std::min(m + r, split_hi);
-    sum_widen(out, static_cast<size_t>(i), g * mag, alpha > 0 ? mag / alpha : kInf);
+    sum_widen(out, static_cast<size_t>(i), sum_error_f32(terms + 1, mag), alpha > 0 ? mag / alpha : kInf);
   }
   return Status::ok();
 }

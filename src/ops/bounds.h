@@ -4,7 +4,8 @@
 //
 // Soundness rule for float32 (docs/SCAN.md): bounds are doubles; a transfer whose result is not exact
 // (arithmetic, transcendental functions) rounds its bounds outward to float32 and then one float32 ulp
-// further, which covers the double computation, float32 rounding and a libm error of one ulp; sums add
+// further, which covers the double computation and float32 rounding (libm functions two ulps more: glibc's
+// float functions are off by up to two); sums add
 // the classic accumulation bound γ_n·Σ|terms| (γ_n = n·u/(1 − n·u), u = 2⁻²⁴) before that. Bounds beyond
 // the float32 range become ±inf. Selections and comparisons are exact and are not widened.
 #pragma once
@@ -44,6 +45,9 @@ double round_up_f32(double v);
 inline Interval widen_f32(Interval i) { return {round_down_f32(i.lo), round_up_f32(i.hi)}; }
 // The float32 accumulation bound γ_n for a sum of n terms.
 double gamma_f32(int64_t n);
+// The error of a float32 sum of n terms of total magnitude Σ|terms|: γ_n·Σ|terms|, plus FLT_MIN per
+// operation for results flushed to zero (FTZ) or products that underflow, which γ_n does not cover.
+double sum_error_f32(int64_t n, double magnitude);
 
 struct IntervalTensor {
   DType dtype = DType::Undefined;

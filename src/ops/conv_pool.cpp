@@ -927,6 +927,13 @@ Status conv_channel_bounds(BoundsContext& c, bool transpose) {
   const auto out_pad = c.node.attr_ints("output_padding", std::vector<int64_t>(spatial, 0));
   const std::string auto_pad = c.node.attr_string("auto_pad", "NOTSET");
   const int64_t group = c.node.attr_int("group", 1);
+  // A malformed node (the kernel rejects it) must not be indexed here.
+  const auto sp = static_cast<size_t>(spatial);
+  bool well_formed = strides.size() == sp && dilations.size() == sp && pads.size() == 2 * sp &&
+                     out_pad.size() == sp && group >= 1 && x->shape[1] % group == 0 &&
+                     (transpose ? w->shape[0] == x->shape[1] : w->shape[1] * group == x->shape[1]);
+  for (size_t d = 0; d < sp && well_formed; ++d) well_formed = strides[d] > 0 && dilations[d] > 0;
+  if (!well_formed) return bounds_unbounded(c);
   if (c.node.has_attr("output_shape") || (auto_pad != "NOTSET" && auto_pad != "VALID")) return bounds_unbounded(c);
   const int64_t out_channels = transpose ? w->shape[1] * group : w->shape[0];
   Shape shape{x->shape[0], out_channels};
@@ -968,7 +975,7 @@ Status conv_channel_bounds(BoundsContext& c, bool transpose) {
       l += bi.lo, h += bi.hi, mag += std::max(std::fabs(bi.lo), std::fabs(bi.hi));
     }
     if (!(mag <= FLT_MAX)) return Status::ok();  // partial sums may overflow: ±inf or NaN (unbounded)
-    const double err = gamma_f32(terms + 2) * mag;
+    const double err = sum_error_f32(terms + 2, mag);
     lo[static_cast<size_t>(o)] = round_down_f32(l - err);
     hi[static_cast<size_t>(o)] = round_up_f32(h + err);
   }
@@ -1012,7 +1019,6 @@ bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms
     bool padded = false;
     for (int64_t p : c.node.attr_ints("pads", {})) padded |= p > 0;
     const bool zeros_counted = padded && c.node.attr_int("count_include_pad", 0) != 0;
-    const double g = gamma_f32(terms);
     for (size_t i = 0; i < y.lo.size(); ++i) {
       const double mag = std::max(std::fabs(y.lo[i]), std::fabs(y.hi[i]));
       if (!(mag * static_cast<double>(terms) <= FLT_MAX)) {  // a partial sum may overflow
@@ -1021,8 +1027,8 @@ bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms
         continue;
       }
       if (zeros_counted) y.lo[i] = std::min(y.lo[i], 0.0), y.hi[i] = std::max(y.hi[i], 0.0);
-      y.lo[i] = round_down_f32(y.lo[i] - g * mag);
-      y.hi[i] = round_up_f32(y.hi[i] + g * mag);
+      y.lo[i] = round_down_f32(y.lo[i] - sum_error_f32(terms, mag));
+      y.hi[i] = round_up_f32(y.hi[i] + sum_error_f32(terms, mag));
     }
   }
   if (c.outputs.size() > 1)  // MaxPool's argmax: any flat index of the input

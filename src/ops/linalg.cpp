@@ -324,7 +324,7 @@ Status shared_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_b
     const Interval cj = bias_by_column ? bias->at(j) : bias_hull;
     l += cj.lo, h += cj.hi, mag += std::max(std::fabs(cj.lo), std::fabs(cj.hi));
     if (!(mag <= FLT_MAX)) return Status::ok();  // partial sums may overflow: unbounded
-    const double err = gamma_f32(K + 2) * mag;
+    const double err = sum_error_f32(K + 2, mag);
     lo[static_cast<size_t>(j)] = round_down_f32(l - err);
     hi[static_cast<size_t>(j)] = round_up_f32(h + err);
   }

@@ -492,14 +492,17 @@ Status dropout_bounds(BoundsContext& c) {
   if (!x || !x->shape_known) return bounds_unbounded(c);
   double ratio_hi = c.node.opset < 12 ? c.node.attr_float("ratio", 0.5) : 0.5;
   if (const IntervalTensor* r = c.input(1)) ratio_hi = r->hull().hi;
-  const double scale = ratio_hi >= 1 ? kInf : 1 / (1 - ratio_hi);
+  // The kernel's scale, 1/(1 − ratio) in float32, rounded up: a ratio within 2⁻²⁵ of 1 makes it inf.
+  const float scale_f = 1.0f / (1.0f - static_cast<float>(std::min(ratio_hi, 1.0)));
+  const double scale = std::isfinite(scale_f) ? static_cast<double>(std::nextafter(scale_f, INFINITY)) : kInf;
   IntervalTensor& y = c.outputs[0];
   y = *x;
   y.exact.reset();
   for (auto& v : y.lo) v = round_down_f32(std::min(0.0, v * scale));
   for (auto& v : y.hi) v = round_up_f32(std::max(0.0, v * scale));
-  // A dropped infinite element is inf·0 = NaN in training, as in PyTorch's x·mask/(1 − p).
-  y.may_be_nan = x->may_be_nan || !x->hull().finite();
+  // A dropped infinite element is inf·0 = NaN in training, as in PyTorch's x·mask/(1 − p); so is a zero
+  // element scaled by an infinite scale.
+  y.may_be_nan = x->may_be_nan || !x->hull().finite() || !std::isfinite(scale);
   if (c.outputs.size() > 1) c.outputs[1] = IntervalTensor::filled(DType::Bool, x->shape, {0, 1});
   return Status::ok();
 }
@@ -539,7 +542,8 @@ Status batch_norm_bounds(BoundsContext& c) {
     if (training) {
       // The kernel forms a = scale·invstd first (invstd up to 1/√eps): where that may overflow, inf·0.
       const Interval xi = xc[static_cast<size_t>(ch)];
-      const double b = xi.finite() ? normalized_bound(xi, count, eps) : kInf;
+      // x − mean beyond FLT_MAX is ±inf, and the variance then inf: inf·0.
+      const double b = xi.finite() && (xi.hi - xi.lo) * (1 + 0x1.0p-23) <= FLT_MAX ? normalized_bound(xi, count, eps) : kInf;
       const double scale_mag = std::max(std::fabs(scale.lo), std::fabs(scale.hi));
       if (!std::isfinite(b) || !(scale_mag / std::sqrt(double(eps)) * (1 + 1e-5) <= FLT_MAX)) {
         nan = true;
@@ -591,7 +595,10 @@ Status layer_norm_bounds(BoundsContext& c) {
   const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
   const Interval xh = x->hull();
   bool nan = x->may_be_nan || scale->may_be_nan || (bias && bias->may_be_nan);
-  const double b = xh.finite() ? normalized_bound(xh, normalized.numel(), eps) : kInf;
+  // x − mean beyond FLT_MAX is ±inf, and the variance then inf: inf·0.
+  const double b = xh.finite() && (xh.hi - xh.lo) * (1 + 0x1.0p-23) <= FLT_MAX
+                       ? normalized_bound(xh, normalized.numel(), eps)
+                       : kInf;
   nan |= !std::isfinite(b);
   const Interval q{-b, b};
   IntervalTensor& out = c.outputs[0];

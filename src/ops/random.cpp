@@ -76,8 +76,9 @@ Status uniform_bounds(BoundsContext& c) {
   if (!y.shape_known) return Status::ok();
   const Shape shape = y.shape;
   const DType dtype = y.dtype;
-  y = IntervalTensor::filled(dtype, shape,
-                             widen_f32({c.node.attr_float("low", 0.0), c.node.attr_float("high", 1.0)}));
+  const double low = c.node.attr_float("low", 0.0), high = c.node.attr_float("high", 1.0);
+  // low > high draws from (high, low]; float16 has no kernel, so the draws are float32 or float64.
+  y = IntervalTensor::filled(dtype, shape, widen_f32({std::min(low, high), std::max(low, high)}));
   return Status::ok();
 }
 

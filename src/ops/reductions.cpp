@@ -464,11 +464,21 @@ Status norm_bounds(BoundsContext& c) {
   GRIST_TRY(bounds_monotone(on_magnitude, true));
   IntervalTensor& y = c.outputs[0];
   if (!y.shape_known || y.numel() == 0) return Status::ok();
-  const double g = gamma_f32(std::max<int64_t>(1, x->numel() / y.numel()) + 2);
-  const bool root = c.node.op_type == "ReduceL2";  // √ hides a sum of squares beyond FLT_MAX: then inf
+  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const double g = gamma_f32(n + 2), flushed = 2 * static_cast<double>(n) * FLT_MIN;
+  if (c.node.op_type == "ReduceL2") {
+    // On the sum of squares: squares and sums that underflow (or flush) lose up to FLT_MIN each, and √
+    // hides a sum beyond FLT_MAX (then inf).
+    for (size_t i = 0; i < y.lo.size(); ++i) {
+      const double lo2 = y.lo[i] * y.lo[i] * (1 - g) - flushed, hi2 = y.hi[i] * y.hi[i] * (1 + g) + flushed;
+      y.lo[i] = lo2 > 0 ? round_down_f32(std::sqrt(lo2)) : 0.0;
+      y.hi[i] = hi2 <= FLT_MAX ? round_up_f32(std::sqrt(hi2)) : kInf;
+    }
+    return Status::ok();
+  }
   for (size_t i = 0; i < y.lo.size(); ++i) {
-    y.lo[i] = std::max(0.0, round_down_f32(y.lo[i] * (1 - g)));
-    y.hi[i] = root && !(y.hi[i] * y.hi[i] * (1 + g) <= FLT_MAX) ? kInf : round_up_f32(y.hi[i] * (1 + g));
+    y.lo[i] = std::max(0.0, round_down_f32(y.lo[i] * (1 - g) - flushed));
+    y.hi[i] = round_up_f32(y.hi[i] * (1 + g) + flushed);
   }
   return Status::ok();
 }
@@ -505,7 +515,7 @@ Status logsum_bounds(BoundsContext& c) {
     y = IntervalTensor::unbounded(x->dtype, shape);
     return Status::ok();
   }
-  const double e = gamma_f32(n + 1) * magnitude;
+  const double e = sum_error_f32(n + 1, magnitude);
   for (size_t i = 0; i < y.lo.size(); ++i) {
     const double sum_lo = std::exp(y.lo[i]) * (1 - 0x1.0p-50) - e, sum_hi = std::exp(y.hi[i]) * (1 + 0x1.0p-50) + e;
     if (sum_lo < 0) y.may_be_nan = true;

@@ -871,13 +871,9 @@ Status shape_bounds(BoundsContext& c) {
   c.outputs[0] = IntervalTensor::of_exact(std::move(out[0]));
   return Status::ok();
 }
-// Casting rounds or truncates monotonically, except to bool (x ≠ 0). CastLike takes its target type from
-// input 1, whose values do not matter.
+// Casting rounds or truncates monotonically, except to bool (x ≠ 0).
 Status cast_bounds(BoundsContext& c) {
-  const bool like = c.node.op_type == "CastLike";
-  const bool to_bool = like ? c.input(1) && c.input(1)->dtype == DType::Bool
-                            : c.node.attr_int("to", 0) == static_cast<int64_t>(DType::Bool);
-  if (!to_bool) return like ? bounds_monotone(c, true, inputs_mask({0}), true) : bounds_select(c);
+  if (c.node.attr_int("to", 0) != static_cast<int64_t>(DType::Bool)) return bounds_select(c);
   GRIST_TRY(bounds_unbounded(c));
   for (IntervalTensor& out : c.outputs) {
     out.lo = {0};
@@ -886,6 +882,23 @@ Status cast_bounds(BoundsContext& c) {
   }
   return Status::ok();
 }
+// CastLike is a Cast to input 1's type (its values do not matter): bounded as that Cast, whose kernel
+// rounds to the target type.
+Status cast_like_bounds(BoundsContext& c) {
+  const IntervalTensor* target = c.partitioned(1);
+  const OpDef* cast = OpRegistry::global().find("Cast");
+  if (!target || target->dtype == DType::Undefined || !cast || c.inputs.empty()) return bounds_unbounded(c);
+  Node as_cast = c.node;
+  as_cast.op_type = "Cast";
+  as_cast.inputs.resize(1);
+  Attribute to;
+  to.type = Attribute::Type::Int;
+  to.i = static_cast<int64_t>(target->dtype);
+  as_cast.attributes = {{"to", to}};
+  BoundsContext cast_context{as_cast, *cast, c.inputs.first(1), c.outputs};
+  return cast_bounds(cast_context);
+}
+
 // Size: the element count, known with the shape.
 Status size_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.partitioned(0);
@@ -913,7 +926,7 @@ void register_shape_ops(OpRegistry& r) {
   r.add(OpDef{"Constant", "", constant_forward, nullptr, 0});
   r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
   r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds});
-  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_bounds});
+  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
 }
 

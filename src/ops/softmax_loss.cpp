@@ -485,7 +485,8 @@ Status softmax_bounds(BoundsContext& c) {
 
 // NLL-style losses from the bounds of −log p[target] (`neg_logp`): −log p·w[target] per element; the mean
 // divides the sum by the total weight, so with positive weights it is a weighted average of the −log p
-// themselves (not of the products); zero or negative weights, or all targets ignorable, leave it open.
+// themselves (not of the products); zero, negative or subnormal weights, or all targets ignorable, leave it
+// open.
 Status weighted_loss_bounds(BoundsContext& c, Interval nx, bool nan) {
   const IntervalTensor* x = c.input(0);
   const IntervalTensor* t = c.input(1);
@@ -500,7 +501,8 @@ Status weighted_loss_bounds(BoundsContext& c, Interval nx, bool nan) {
   Interval r = term;
   if (reduction == "sum") {
     r = {term.lo * count, term.hi * count};
-  } else if (reduction == "mean" && (wh.lo <= 0 || ignorable)) {
+  } else if (reduction == "mean" && (wh.lo < FLT_MIN || ignorable)) {
+    // A total weight that may be 0, or subnormal weights whose sum a flush-to-zero mode makes 0.
     r = {};
     nan = true;
   } else if (reduction == "mean") {
@@ -514,7 +516,9 @@ Status weighted_loss_bounds(BoundsContext& c, Interval nx, bool nan) {
     }
   }
   const int64_t terms = reduction == "mean" ? 2 * t->numel() + 4 : t->numel() + 2;
-  const double err = gamma_f32(terms) * std::max(std::fabs(r.lo), std::fabs(r.hi));
+  double err = sum_error_f32(terms, std::max(std::fabs(r.lo), std::fabs(r.hi)));
+  // The mean divides the products' underflow (FLT_MIN each at most) by a total weight ≥ count·w_lo.
+  if (reduction == "mean" && wh.lo > 0) err += 2 * FLT_MIN / wh.lo * (1 + 1e-6);
   IntervalTensor& y = c.outputs[0];
   y = IntervalTensor::filled(x->dtype, reduction == "none" ? t->shape : Shape{}, widen_f32({r.lo - err, r.hi + err}));
   y.may_be_nan = nan || !std::isfinite(r.lo) || !std::isfinite(r.hi);

@@ -38,9 +38,10 @@ struct BoxStyle {
 };
 
 BoxStyle random_style(Random& r, bool allow_inf = true) {
-  static const double scales[] = {1e-3, 1, 10, 50, 1e4, 1e20, 1e38};
+  // Tiny scales reach underflow, flushed and subnormal results (1e-39 is below FLT_MIN).
+  static const double scales[] = {1e-39, 1e-20, 1e-3, 1, 10, 50, 1e4, 1e20, 1e38};
   BoxStyle s;
-  s.scale = scales[r.pick(7)];
+  s.scale = scales[r.pick(9)];
   s.infinite = allow_inf && r.coin(0.1);
   s.positive = r.coin(0.25);
   return s;
@@ -671,7 +672,8 @@ RC_GTEST_PROP(IntervalSoundness, Dropout, ()) {
     check_sound({"Dropout", {{"ratio", attr_float(static_cast<float>(r.uniform(0, 0.9)))}}, 1, 10}, ops, r);
     return;
   }
-  Operand ratio = exact_f32({}, static_cast<float>(r.uniform(0, 0.9)));
+  // Ratios up to 0.9, and one within 2^-26 of 1 (1 in float32: an infinite scale).
+  Operand ratio = exact_f32({}, static_cast<float>(r.coin(0.1) ? 1 - 0x1.0p-26 : r.uniform(0, 0.9)));
   if (r.coin()) {
     ratio.exact = false;
     ratio.boxes = {{0.1, 0.9}};
@@ -802,7 +804,20 @@ RC_GTEST_PROP(IntervalSoundness, CastLike, ()) {
   BoxStyle s = random_style(r, false);
   s.scale = std::min(s.scale, 1e9);  // within int64
   Operand like = exact_i64({0});
-  const int kind = r.pick(3);
+  const int kind = r.pick(4);
+  if (kind == 3) {  // int64 beyond float32's 24 bits, cast to float32: rounded
+    Operand x;
+    x.shape = shape;
+    x.dtype = DType::Int64;
+    const double a = r.uniform(0, 1e8);
+    x.boxes = {{std::floor(a), std::floor(a + r.uniform(0, 50))}};
+    x.smashed = shape.numel() > 1;
+    if (!x.smashed) x.boxes.resize(1);
+    like.value = Tensor(DType::Float32, {1});
+    like.dtype = DType::Float32;
+    check_sound({"CastLike"}, {x, like}, r);
+    return;
+  }
   if (kind == 1) {
     like.value = Tensor(DType::Bool, {1});
     like.dtype = DType::Bool;
