@@ -548,16 +548,16 @@ bool probe_selection_shape(const BoundsContext& c, uint32_t mask, std::vector<Sh
 }
 
 // Bounds computed in float64 for a float32 function of libm: rounded outward, then two more ulps, as glibc's
-// float functions are off by up to 2 ulps (tanhf, found by the Tanh property).
+// float functions are off by up to 2 ulps (tanhf, found by the Tanh property). A relative error never
+// changes a result's sign: the extra ulps stop at 0 (exp's lower bound stays ≥ 0).
 void widen_for_libm(IntervalTensor& out) {
-  for (auto& v : out.lo) {
-    v = round_down_f32(v);
-    if (std::isfinite(v)) v = std::nextafter(std::nextafter(static_cast<float>(v), -INFINITY), -INFINITY);
-  }
-  for (auto& v : out.hi) {
-    v = round_up_f32(v);
-    if (std::isfinite(v)) v = std::nextafter(std::nextafter(static_cast<float>(v), INFINITY), INFINITY);
-  }
+  auto two_ulps = [](double v, float toward) {
+    if (!std::isfinite(v) || v == 0) return v;
+    const float w = std::nextafter(std::nextafter(static_cast<float>(v), toward), toward);
+    return (w > 0) == (v > 0) ? static_cast<double>(w) : 0.0;
+  };
+  for (auto& v : out.lo) v = two_ulps(round_down_f32(v), -INFINITY);
+  for (auto& v : out.hi) v = two_ulps(round_up_f32(v), INFINITY);
 }
 
 // A point-wise op on its operands' grids: the kernel runs on the stored bounds (one per block, element or
