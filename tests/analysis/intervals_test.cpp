@@ -814,15 +814,18 @@ RC_GTEST_PROP(IntervalSoundness, CastLike, ()) {
     x.smashed = shape.numel() > 1;
     if (!x.smashed) x.boxes.resize(1);
     like.value = Tensor(DType::Float32, {1});
+    like.value.data<float>()[0] = 0;
     like.dtype = DType::Float32;
     check_sound({"CastLike"}, {x, like}, r);
     return;
   }
   if (kind == 1) {
     like.value = Tensor(DType::Bool, {1});
+    like.value.data<bool>()[0] = false;
     like.dtype = DType::Bool;
   } else if (kind == 2) {
     like.value = Tensor(DType::Float64, {1});
+    like.value.data<double>()[0] = 0;
     like.dtype = DType::Float64;
   }
   check_sound({"CastLike"}, {boxed(r, shape, s), like}, r);
