@@ -171,7 +171,11 @@ void IntervalTensor::partition_if_large() {
   if (lo.size() <= 1 || blocks.rank() > 0 || n <= kElementwiseLimit) return;
   const int rank = shape.rank();
   std::array<int64_t, Shape::kMaxRank> stride{}, index{};
-  for (int d = rank - 1, s = 1; d >= 0; s *= static_cast<int>(shape[d]), --d) stride[d] = s;
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    stride[d] = s;
+    s *= shape[d];
+  }
   // The dimensions along which some element's bounds differ from its predecessor's: smashing any other
   // loses nothing.
   std::array<bool, Shape::kMaxRank> varies{};
@@ -260,6 +264,14 @@ Tensor bound_tensor(const IntervalTensor& t, bool upper) {
     }
   });
   return out;
+}
+
+// The stored bounds as a tensor shaped like the grid: one element per block, per element, or a single one.
+Tensor grid_bound_tensor(const IntervalTensor& t, bool upper) {
+  IntervalTensor stored = t;
+  stored.shape = t.grid();
+  stored.blocks = Shape{};
+  return bound_tensor(stored, upper);
 }
 
 template <class F>
@@ -577,11 +589,8 @@ bool pointwise_on_grid(BoundsContext& c, bool exact, bool increasing, uint32_t m
     if (!in->shape_known || !broadcast_shapes(i == 0 ? in->shape : shape, in->shape, shape)) return false;
     if (is_data_input(mask, i) || (!in->exact && mask == 0)) {
       if (in->numel() == 0) return false;
-      IntervalTensor stored = *in;
-      stored.shape = in->grid();
-      stored.blocks = Shape{};
-      lo_store[i] = bound_tensor(stored, false);
-      hi_store[i] = bound_tensor(stored, true);
+      lo_store[i] = grid_bound_tensor(*in, false);
+      hi_store[i] = grid_bound_tensor(*in, true);
       lo_in[i] = &lo_store[i];
       hi_in[i] = &hi_store[i];
       any_data = true;
@@ -677,10 +686,7 @@ bool selection_on_grid(BoundsContext& c) {
   out.may_be_nan = x->may_be_nan;
   if (t == "Transpose") {
     // The kernel on the stored blocks permutes them as it permutes the tensor.
-    IntervalTensor stored = *x;
-    stored.shape = x->grid();
-    stored.blocks = Shape{};
-    const Tensor lo_t = bound_tensor(stored, false), hi_t = bound_tensor(stored, true);
+    const Tensor lo_t = grid_bound_tensor(*x, false), hi_t = grid_bound_tensor(*x, true);
     std::vector<const Tensor*> lo_in{&lo_t}, hi_in{&hi_t};
     std::vector<Tensor> lo_out, hi_out;
     if (!run_kernel(c.node, c.def, lo_in, lo_out) || !run_kernel(c.node, c.def, hi_in, hi_out)) return false;
