@@ -46,7 +46,7 @@ bool meets_danger(const HazardSite& s, const Node& node, const std::vector<Inter
   const bool nan = v.may_be_nan;
   switch (s.failure) {
     case Failure::LogOfNonPositive: danger = "≤ 1e-37"; return nan || h.lo <= kTiny;
-    case Failure::DivisionByZero: danger = "meets [-1e-37, 1e-37]"; return nan || (h.lo <= kTiny && h.hi >= -kTiny);
+    case Failure::DivisionByZero: danger = "[-1e-37, 1e-37]"; return nan || (h.lo <= kTiny && h.hi >= -kTiny);
     case Failure::SqrtOfNegative:
       danger = "≤ 1e-37 (< 0, or an infinite derivative at 0)";
       return nan || h.lo <= kTiny;

@@ -10,10 +10,12 @@
 namespace grist {
 
 // A positive result below FLT_MIN may be flushed to zero (FTZ, as TensorFlow runs): zero is its bound.
+// Rounding to nearest never changes a sign and 0 is a float: a bound of exactly 0 stays 0, so a
+// non-negative quantity (a product of non-negatives, exp's lower bound) is not made to look negative.
 double round_down_f32(double v) {
   if (std::isnan(v)) return -kInf;
   if (v == -kInf) return -kInf;
-  if (v > 0 && v < FLT_MIN) return 0.0;
+  if (v >= 0 && v < FLT_MIN) return 0.0;
   float f = static_cast<float>(v);
   if (static_cast<double>(f) > v) f = std::nextafterf(f, -INFINITY);
   f = std::nextafterf(f, -INFINITY);  // the one-ulp margin of the rule
@@ -23,7 +25,7 @@ double round_down_f32(double v) {
 double round_up_f32(double v) {
   if (std::isnan(v)) return kInf;
   if (v == kInf) return kInf;
-  if (v < 0 && v > -FLT_MIN) return 0.0;
+  if (v <= 0 && v > -FLT_MIN) return 0.0;
   float f = static_cast<float>(v);
   if (static_cast<double>(f) < v) f = std::nextafterf(f, INFINITY);
   f = std::nextafterf(f, INFINITY);
