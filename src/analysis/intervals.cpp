@@ -97,6 +97,18 @@ bool weights_train(const IntervalOptions& o, const std::string& name) {
 }  // namespace
 
 Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions& o) {
+  for (const auto& [name, range] : o.assumed) {
+    const ValueId id = g.find_value(name);
+    const bool known = id != kNoValue && (std::find(g.inputs.begin(), g.inputs.end(), id) != g.inputs.end() ||
+                                          std::find(g.initializers.begin(), g.initializers.end(), id) !=
+                                              g.initializers.end());
+    if (!known) {
+      std::string names;
+      for (ValueId in : g.inputs) names += (names.empty() ? "" : ", ") + g.value(in).name;
+      return make_error("--assume {}: the model has no input or weight of that name (its inputs: {})", name, names);
+    }
+    if (!(range.lo <= range.hi)) return make_error("--assume {}: the range [{}, {}] is empty", name, range.lo, range.hi);
+  }
   IntervalAnalysis a;
   a.values.assign(g.values.size(), IntervalTensor::unknown(DType::Undefined));
   const int64_t batch = o.batch > 0 ? o.batch : (o.manifest && o.manifest->batch_size > 0 ? o.manifest->batch_size : 1);
@@ -122,6 +134,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         if (it->second.role == InputRole::Label) kind = "label";
       }
     }
+    if (auto it = o.assumed.find(v.name); it != o.assumed.end()) range = it->second, why = "--assume";
     IntervalTensor t = known ? IntervalTensor::filled(v.dtype, shape, range) : IntervalTensor::unknown(v.dtype);
     t.lo = {range.lo};
     t.hi = {range.hi};
@@ -139,6 +152,12 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     }
     if (!v.initial) continue;
     const Tensor& init = *v.initial;
+    if (auto it = o.assumed.find(v.name); it != o.assumed.end()) {
+      a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), it->second);
+      a.values[static_cast<size_t>(id)].snap_to_dtype();
+      a.assumptions.push_back({v.name, "weight", it->second, "--assume"});
+      continue;
+    }
     // Integers (shapes, indices), scalars (eps, constants) and weights that never train are exact.
     if (!is_float(init.dtype()) || init.numel() <= 1 || !weights_train(o, v.name)) {
       a.values[static_cast<size_t>(id)] = IntervalTensor::of_exact(init);

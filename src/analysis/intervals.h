@@ -25,6 +25,10 @@ struct IntervalOptions {
   const Manifest* manifest = nullptr;  // input ranges and which weights train; null: RANUM's defaults
   int64_t batch = 0;                   // size of symbolic dimensions; 0: the manifest's batch size, else 1
   std::map<std::string, IntervalTensor> given;  // ranges that override everything else (tests, callers)
+  // The user's ranges for graph inputs and weights by name (`grist scan --assume NAME=LO,HI`): they replace
+  // the manifest's and the defaults, and a weight so named is taken to move within that range. A name
+  // that is neither an input nor an initializer is an error.
+  std::map<std::string, Interval> assumed;
 };
 
 struct IntervalAnalysis {

@@ -103,6 +103,7 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
   io.manifest = options.manifest;
   io.batch = options.batch;
   io.given = options.given;
+  io.assumed = options.assumed;
   auto analysis = analyze_intervals(g, io);
   if (!analysis) return analysis.error();
   const std::vector<IntervalTensor>& values = analysis->values;

@@ -27,6 +27,7 @@ struct ScanOptions {
   const Manifest* manifest = nullptr;  // input ranges, trained weights, batch size; null: RANUM's defaults
   int64_t batch = 0;
   std::map<std::string, IntervalTensor> given;  // explicit ranges by value name
+  std::map<std::string, Interval> assumed;       // the user's ranges (IntervalOptions::assumed)
 };
 
 struct ScanReport {

@@ -1,7 +1,11 @@
 // `grist scan MODEL.onnx`: the static interval pass — proves hazardous ops safe or shows the range that
 // can break them, before anything runs. Exit 1 when some hazard may fail, 0 when all are proved safe.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "analysis/scan.h"
 #include "cli/commands.h"
@@ -19,7 +23,29 @@ struct ScanFlags {
   std::string sarif;
   bool json = false;
   int64_t batch = 0;
+  std::vector<std::string> assume;  // NAME=LO,HI
 };
+
+// "NAME=LO,HI" (the name may itself hold '='; LO and HI may be -inf/inf).
+Result<std::pair<std::string, Interval>> parse_assumption(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  const size_t comma = text.find(',', eq == std::string::npos ? 0 : eq);
+  if (eq == std::string::npos || eq == 0 || comma == std::string::npos)
+    return make_error("--assume {}: expected NAME=LO,HI, e.g. x=0,1", text);
+  auto number = [](const std::string& s, double& v) {
+    try {
+      size_t used = 0;
+      v = std::stod(s, &used);
+      return used == s.size() && !std::isnan(v);
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  double lo = 0, hi = 0;
+  if (!number(text.substr(eq + 1, comma - eq - 1), lo) || !number(text.substr(comma + 1), hi))
+    return make_error("--assume {}: LO and HI must be numbers (inf allowed)", text);
+  return std::pair{text.substr(0, eq), Interval{lo, hi}};
+}
 
 int run_scan(const ScanFlags& f) {
   std::optional<Manifest> manifest;
@@ -36,6 +62,11 @@ int run_scan(const ScanFlags& f) {
   ScanOptions o;
   o.manifest = manifest ? &*manifest : nullptr;
   o.batch = f.batch;
+  for (const std::string& a : f.assume) {
+    auto parsed = parse_assumption(a);
+    if (!parsed) return fail(parsed.message());
+    o.assumed[parsed->first] = parsed->second;
+  }
   auto report = scan(*graph, o);
   if (!report) return fail(fmt::format("{}: {}", model, report.message()));
   if (!f.sarif.empty()) {
@@ -60,6 +91,9 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_flag("--json", flags->json, "print JSON instead of text");
   cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE");
   cmd->add_option("--batch", flags->batch, "size of symbolic dimensions (default: the manifest's, else 1)");
+  cmd->add_option("--assume", flags->assume,
+                  "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "
+                  "(repeatable; a weight so named moves within it)");
   cmd->callback([flags, &action] { action = [flags] { return run_scan(*flags); }; });
 }
 

@@ -33,7 +33,8 @@ std::string to_text(const ScanReport& r, const std::string& model) {
     s += "\n";
     if (v.verdict == Verdict::MayFail && !v.site.fix_hint.empty()) s += fmt::format("{:19}fix: {}\n", "", v.site.fix_hint);
   }
-  s += "assumed ranges (set them in a manifest's [inputs.NAME] range, [scan] trained_weights, or train only some weights):\n";
+  s += "assumed ranges (set them with --assume NAME=LO,HI, a manifest's [inputs.NAME] range or [scan] trained_weights, "
+       "or train only some weights):\n";
   for (const RangeAssumption& a : r.assumptions)
     s += fmt::format("  {:<13} {:<24} {} ({})\n", a.kind, a.name, interval_text(a.range, false), a.reason);
   if (!r.unbounded_nodes.empty())

@@ -1071,7 +1071,7 @@ TEST(ScanGuards, LargeTensorsKeepVerdictsAndShapes) {
                 .build();
   ScanOptions o;
   o.given["x"] = IntervalTensor::filled(DType::Float32, {1, 3, 64, 64}, {-50, 50});
-  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  auto a = analyze_intervals(g, {nullptr, 0, o.given, {}});
   ASSERT_TRUE(a.is_ok());
   const IntervalTensor& p = a->values[static_cast<size_t>(g.find_value("p"))];
   EXPECT_EQ(p.shape.str(), Shape({1, 3, 32, 32}).str());
@@ -1123,7 +1123,7 @@ TEST(ScanBlocks, PerChannelBoundsProveALogOfAPositiveChannelSafe) {
   o.given["x"] = IntervalTensor::filled(DType::Float32, shape, {0, 1});
   o.given["w"] = IntervalTensor::of_exact(w);  // weights that do not train
   o.given["b"] = IntervalTensor::of_exact(b);
-  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  auto a = analyze_intervals(g, {nullptr, 0, o.given, {}});
   ASSERT_TRUE(a.is_ok()) << a.message();
   const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
   EXPECT_EQ(y.blocks.str(), Shape({1, 2, 1, 1}).str());
@@ -1176,7 +1176,7 @@ TEST(ScanBlocks, BatchNormalizationBoundsEachChannel) {
   o.given["x"] = IntervalTensor::filled(DType::Float32, {64, 2, 8, 8}, {0, 1});
   for (const char* name : {"scale", "bias", "mean", "var"})
     o.given[name] = IntervalTensor::of_exact(*g.value(g.find_value(name)).initial);
-  auto a = analyze_intervals(g, {nullptr, 0, o.given});
+  auto a = analyze_intervals(g, {nullptr, 0, o.given, {}});
   ASSERT_TRUE(a.is_ok()) << a.message();
   const IntervalTensor& y = a->values[static_cast<size_t>(g.find_value("y"))];
   EXPECT_EQ(y.blocks.str(), Shape({1, 2, 1, 1}).str());
