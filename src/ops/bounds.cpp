@@ -835,6 +835,15 @@ Status bounds_monotone(BoundsContext& c, bool exact, uint32_t data_inputs, bool 
 }
 Status bounds_antitone(BoundsContext& c, bool exact) { return monotone_impl(c, exact, false, 0, false); }
 
+Status bounds_monotone_within(BoundsContext& c, Interval range) {
+  GRIST_TRY(bounds_monotone(c, false));
+  for (IntervalTensor& out : c.outputs) {
+    for (auto& v : out.lo) v = std::clamp(v, range.lo, range.hi);
+    for (auto& v : out.hi) v = std::clamp(v, range.lo, range.hi);
+  }
+  return Status::ok();
+}
+
 Status bounds_monotone_sum(BoundsContext& c) { return bounds_sum_of_terms(c, 0, c.node.op_type == "ReduceMean"); }
 
 namespace {

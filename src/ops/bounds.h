@@ -137,6 +137,9 @@ Status bounds_antitone(BoundsContext& c, bool exact);
 inline Status bounds_select(BoundsContext& c) { return bounds_monotone(c, true); }
 inline Status bounds_select_by_index(BoundsContext& c) { return bounds_monotone(c, true, 0, true); }
 inline Status bounds_monotone_rounded(BoundsContext& c) { return bounds_monotone(c, false); }
+// The same for a function whose float32 kernel never leaves `range` (sigmoid in [0, 1], tanh in [−1, 1]):
+// the outward rounding is cut back to it, so 1 − sigmoid(x) is not made to look negative.
+Status bounds_monotone_within(BoundsContext& c, Interval range);
 // Monotone sums (ReduceSum, ReduceMean): the kernel at the bounds, widened by γ_n·(the kernel on |x|).
 Status bounds_monotone_sum(BoundsContext& c);
 // The same for any monotone sum: `terms` the most terms one output adds (0: input size / output size),

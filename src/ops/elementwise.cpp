@@ -933,6 +933,12 @@ Interval pow_interval(Interval b, Interval e, bool& nan) {
   return {};
 }
 Status pow_bounds(BoundsContext& c) { return bounds_binary(c, pow_interval); }
+// Monotone functions whose float32 results stay in their mathematical range.
+Status exp_bounds(BoundsContext& c) { return bounds_monotone_within(c, {0, kInf}); }
+Status sigmoid_bounds(BoundsContext& c) { return bounds_monotone_within(c, {0, 1}); }
+Status tanh_bounds(BoundsContext& c) { return bounds_monotone_within(c, {-1, 1}); }
+Status softplus_bounds(BoundsContext& c) { return bounds_monotone_within(c, {0, kInf}); }
+Status unit_bounds(BoundsContext& c) { return bounds_monotone_within(c, {-1, 1}); }  // erf, softsign
 // max(x, 0) + alpha·min(x, 0) is non-decreasing for alpha ≥ 0.
 Status leaky_relu_bounds(BoundsContext& c) {
   if (c.node.attr_float("alpha", 0.01) < 0) return bounds_unbounded(c);
@@ -962,14 +968,14 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select});
   r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds});
   r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds});
-  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, bounds_monotone_rounded});
+  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, exp_bounds});
   r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded});
   r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds});
-  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, bounds_monotone_rounded});
-  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, bounds_monotone_rounded});
-  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, bounds_monotone_rounded});
-  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, bounds_monotone_rounded});
-  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, bounds_monotone_rounded});
+  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, sigmoid_bounds});
+  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, tanh_bounds});
+  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds});
+  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds});
+  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds});
   r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select});
   r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select});
   r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select});

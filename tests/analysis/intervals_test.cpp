@@ -1032,6 +1032,26 @@ TEST(ScanGuards, LogOfSigmoidFailsOnlyWhenSigmoidCanUnderflow) {
 // Large tensors hold one interval: the same verdicts, and the fast path keeps shapes right.
 // Training can carry weights far beyond RANUM's default (their initial span widened by 100 %); a manifest
 // says how far with [scan] trained_weights, and the scan names that assumption.
+// Outward rounding stops at a function's range and at 0: 1 − sigmoid(x) is never negative, so its square
+// root is never NaN (its derivative at 0 still makes it a may-fail site).
+TEST(ScanGuards, OneMinusSigmoidIsNeverNegative) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4})
+                .constant("one", Tensor::scalar<float>(1))
+                .node("Sigmoid", {"x"}, {"s"})
+                .node("Sub", {"one", "s"}, {"d"})
+                .node("Sqrt", {"d"}, {"y"})
+                .output("y")
+                .build();
+  IntervalOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {4}, {-50, 50});
+  auto a = analyze_intervals(g, o);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  EXPECT_EQ(a->values[static_cast<size_t>(g.find_value("s"))].hull().hi, 1.0);
+  EXPECT_EQ(a->values[static_cast<size_t>(g.find_value("d"))].hull().lo, 0.0);
+  EXPECT_FALSE(a->values[static_cast<size_t>(g.find_value("y"))].may_be_nan);
+}
+
 TEST(ScanRanges, ManifestTrainedWeightsReplaceRanumsDefault) {
   Graph g = GraphBuilder()
                 .input("x", DType::Float32, {2})
