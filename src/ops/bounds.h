@@ -72,9 +72,15 @@ struct IntervalTensor {
     if (lo.size() == 1) return 0;
     return blocks.rank() > 0 ? block_of(i) : static_cast<size_t>(i);
   }
-  double lo_at(int64_t i) const { return lo[slot(i)]; }
-  double hi_at(int64_t i) const { return hi[slot(i)]; }
+  // Element i's bounds. A large exact tensor (a weight that does not train) stores only its hull, but
+  // its elements are known: they are read from `exact` (a NaN element has the empty bounds [inf, −inf]).
+  double lo_at(int64_t i) const { return at(i).lo; }
+  double hi_at(int64_t i) const { return at(i).hi; }
   Interval at(int64_t i) const {
+    if (exact && lo.size() == 1 && lo.size() != static_cast<size_t>(exact->numel())) {
+      const double v = exact->get_as_double(i);
+      return v == v ? Interval{v, v} : Interval{kInf, -kInf};
+    }
     const size_t k = slot(i);
     return {lo[k], hi[k]};
   }

@@ -1233,6 +1233,40 @@ TEST(ScanBlocks, MatMulOfSharedRowsKeepsColumns) {
   EXPECT_NEAR(y.lo_at(2 * 4999 + 1), -1, 1e-6);
 }
 
+// A weight that does not train is exact: a large one (5,000 elements) stores only its hull, [−1, 0.001]
+// here, but transfers read its elements. y = x·W with x ∈ [0, 1] and W = 0.001 except one −1 outside
+// column 0: column 0 stays in [0, 0.1], so log(y + 1) there is proved safe.
+TEST(ScanBlocks, LargeExactWeightsAreReadElementByElement) {
+  Tensor w(DType::Float32, {100, 50});
+  std::fill_n(w.data<float>(), w.numel(), 0.001f);
+  w.data<float>()[1] = -1;  // row 0, column 1
+  auto ints = [](std::vector<int64_t> v) {
+    Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<int64_t>());
+    return t;
+  };
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {2, 100})
+                .constant("w", w)
+                .constant("one", Tensor::scalar<float>(1))
+                .constant("starts", ints({0}))
+                .constant("ends", ints({1}))
+                .constant("axes", ints({1}))
+                .node("MatMul", {"x", "w"}, {"y"})
+                .node("Slice", {"y", "starts", "ends", "axes"}, {"first"})
+                .node("Add", {"first", "one"}, {"s"})
+                .node("Log", {"s"}, {"l"})
+                .output("l")
+                .build();
+  ScanOptions o;
+  o.given["x"] = IntervalTensor::filled(DType::Float32, {2, 100}, {0, 1});
+  o.given["w"] = IntervalTensor::of_exact(w);
+  EXPECT_EQ(o.given["w"].lo.size(), 1u);  // stored as its hull
+  auto rep = scan(g, o);
+  ASSERT_TRUE(rep.is_ok()) << rep.message();
+  EXPECT_EQ(verdict_of(*rep, "Log").verdict, Verdict::ProvedSafe);
+}
+
 // A large element-wise result keeps the dimensions its bounds vary along: Concat of a ≥ 1 half and a
 // free half along the columns of a 100×64 batch becomes blocks [1, 64], not one interval.
 TEST(ScanBlocks, LargeResultsArePartitionedAlongTheDimensionsTheyVaryAlong) {
