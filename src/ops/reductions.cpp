@@ -434,6 +434,11 @@ Status arg_extremum_forward(ForwardContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Interval transfers (grist scan).
 
+// How many input elements a Reduce* output combines.
+int64_t terms_per_output(const IntervalTensor& x, const IntervalTensor& y) {
+  return std::max<int64_t>(1, x.numel() / std::max<int64_t>(1, y.numel()));
+}
+
 // ArgMax/ArgMin: an index along the axis, whatever the values.
 Status arg_extremum_bounds(BoundsContext& c) {
   GRIST_TRY(bounds_unbounded(c));  // the output shape
@@ -464,7 +469,7 @@ Status norm_bounds(BoundsContext& c) {
   GRIST_TRY(bounds_monotone(on_magnitude, true));
   IntervalTensor& y = c.outputs[0];
   if (!y.shape_known || y.numel() == 0) return Status::ok();
-  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const int64_t n = terms_per_output(*x, y);
   const double g = gamma_f32(n + 2), flushed = 2 * static_cast<double>(n) * FLT_MIN;
   if (c.node.op_type == "ReduceL2") {
     // On the sum of squares: squares and sums that underflow (or flush) lose up to FLT_MIN each, and √
@@ -490,7 +495,7 @@ Status logsumexp_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.input(0);
   IntervalTensor& y = c.outputs[0];
   if (!x || !y.shape_known || y.numel() == 0) return Status::ok();
-  const double g = gamma_f32(std::max<int64_t>(1, x->numel() / y.numel()) + 4);
+  const double g = gamma_f32(terms_per_output(*x, y) + 4);
   for (size_t i = 0; i < y.lo.size(); ++i) {
     y.lo[i] = round_down_f32(y.lo[i] - g * (1 + std::fabs(y.lo[i])));
     y.hi[i] = round_up_f32(y.hi[i] + g * (1 + std::fabs(y.hi[i])));
@@ -507,7 +512,7 @@ Status logsum_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.input(0);
   IntervalTensor& y = c.outputs[0];
   if (!x || !y.shape_known || y.numel() == 0) return Status::ok();
-  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const int64_t n = terms_per_output(*x, y);
   const Interval h = x->hull();
   const double magnitude = static_cast<double>(n) * std::max(std::fabs(h.lo), std::fabs(h.hi));
   if (!(magnitude <= FLT_MAX)) {
@@ -526,8 +531,9 @@ Status logsum_bounds(BoundsContext& c) {
 }
 
 // Π x over n terms: non-decreasing for x ≥ 0 (the kernel at the bounds); otherwise |Π x| ≤ max|x|ⁿ. Each
-// product rounds by u of itself, or by 2⁻¹⁵⁰ once a partial product is subnormal, an error later factors
-// (≤ H = max(max|x|, 1)) scale by at most Hⁿ; a partial product beyond FLT_MAX is inf, and inf·0 NaN.
+// product rounds by u of itself, or by up to FLT_MIN once a partial product is subnormal or flushed, an
+// error later factors (≤ H = max(max|x|, 1)) scale by at most Hⁿ; a partial product beyond FLT_MAX is inf,
+// and inf·0 NaN.
 Status prod_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.input(0);
   if (!x || !x->shape_known) return bounds_unbounded(c);
@@ -536,10 +542,10 @@ Status prod_bounds(BoundsContext& c) {
   IntervalTensor& y = c.outputs[0];
   GRIST_TRY(non_negative ? bounds_monotone(c, true) : bounds_unbounded(c));
   if (!y.shape_known || y.numel() == 0) return Status::ok();
-  const int64_t n = std::max<int64_t>(1, x->numel() / y.numel());
+  const int64_t n = terms_per_output(*x, y);
   const double g = gamma_f32(n + 1);
   const double top = std::pow(std::max({std::fabs(h.lo), std::fabs(h.hi), 1.0}), static_cast<double>(n));
-  const double absolute = static_cast<double>(n) * 0x1.0p-150 * top;
+  const double absolute = static_cast<double>(n) * FLT_MIN * top;
   if (!h.finite() || x->may_be_nan || !(top * (1 + g) + absolute <= FLT_MAX)) {
     const Shape shape = y.shape;
     y = IntervalTensor::unbounded(x->dtype, shape);
