@@ -660,6 +660,22 @@ RC_GTEST_PROP(IntervalSoundness, Gather, ()) {
   check_sound({"Gather", {{"axis", attr_int(axis)}}}, {boxed(r, shape, random_style(r)), indices}, r);
 }
 
+// Indices exact, or known only by their range (any valid index).
+Operand index_operand(Random& r, const Shape& shape, int64_t dim) {
+  std::vector<int64_t> v(static_cast<size_t>(shape.numel()));
+  for (auto& i : v) i = r.pick(static_cast<int>(dim));
+  Operand o = exact_i64(v);
+  o.shape = shape;
+  o.value = Tensor(DType::Int64, shape);
+  std::copy(v.begin(), v.end(), o.value.data<int64_t>());
+  if (r.coin(0.3)) {
+    o.exact = false;
+    o.boxes = {{0, double(dim - 1)}};
+    o.smashed = shape.numel() > 1;
+  }
+  return o;
+}
+
 // ---- dropout, losses, shapes ----------------------------------------------------------------------
 
 // Dropout in training (a random mask, survivors scaled by 1 / (1 − ratio)) or inference (identity), with
@@ -696,20 +712,7 @@ void loss_property(const char* op) {
   Shape xs{n, classes}, ts{n};
   if (r.coin(0.3)) xs.push_back(1 + r.pick(3)), ts.push_back(xs[2]);
   std::vector<Operand> ops{boxed(r, xs, random_style(r))};
-  Operand target;
-  target.shape = ts;
-  target.dtype = DType::Int64;
-  target.boxes = {{0, double(classes - 1)}};
-  target.smashed = ts.numel() > 1;
-  if (r.coin()) {
-    std::vector<int64_t> v(static_cast<size_t>(ts.numel()));
-    for (auto& c : v) c = r.pick(static_cast<int>(classes));
-    target = exact_i64(v);
-    target.shape = ts;
-    target.value = Tensor(DType::Int64, ts);
-    std::copy(v.begin(), v.end(), target.value.data<int64_t>());
-  }
-  ops.push_back(target);
+  ops.push_back(index_operand(r, ts, classes));
   if (r.coin()) {
     BoxStyle ws = random_style(r, false);
     ws.positive = r.coin(0.7);
@@ -839,21 +842,6 @@ RC_GTEST_PROP(IntervalSoundness, RandomUniform, ()) {
   check_sound(spec, {}, r);
 }
 
-// Indices exact, or known only by their range (any valid index).
-Operand index_operand(Random& r, const Shape& shape, int64_t dim) {
-  std::vector<int64_t> v(static_cast<size_t>(shape.numel()));
-  for (auto& i : v) i = r.pick(static_cast<int>(dim));
-  Operand o = exact_i64(v);
-  o.shape = shape;
-  o.value = Tensor(DType::Int64, shape);
-  std::copy(v.begin(), v.end(), o.value.data<int64_t>());
-  if (r.coin(0.3)) {
-    o.exact = false;
-    o.boxes = {{0, double(dim - 1)}};
-    o.smashed = shape.numel() > 1;
-  }
-  return o;
-}
 
 RC_GTEST_PROP(IntervalSoundness, GatherND, ()) {
   Random r(seed());
