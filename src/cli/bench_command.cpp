@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "report/bench_report.h"
+#include "report/witness.h"
 #include "search/benchmark.h"
 
 namespace grist::cli {
@@ -26,8 +27,22 @@ struct BenchFlags {
   std::string only;
   std::string out = "bench-results";
   int64_t seed = 1;
+  std::string reach = "weights";
+  bool no_replay = false;
   bool quiet = false;
 };
+
+// Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
+Result<bool> replay_in_scratch(const fs::path& scratch, const Manifest& m, const HazardOutcome& out) {
+  auto files = write_witness(scratch.string(), m.model, m, out);
+  if (!files) return files.error();
+  auto replay = replay_witness(files->json);
+  std::error_code ec;
+  fs::remove(files->json, ec);
+  fs::remove(files->npz, ec);
+  if (!replay) return replay.error();
+  return replay->reproduced;
+}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -65,6 +80,12 @@ int bench_main(const BenchFlags& f) {
     if (!v) return fail(v.message());
     o.variant = *v;
   }
+  o.no_weights = f.reach != "weights";
+  o.no_training = f.reach == "inputs";
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("grist-bench-replay-{}", ::getpid());
+  if (!f.no_replay) o.replay = [scratch](const Manifest& m, const HazardOutcome& out) {
+    return replay_in_scratch(scratch, m, out);
+  };
   auto ids = list_subjects(o.zoo_dir, o.only);
   if (!ids) return fail(ids.message());
   const bool tty = !f.quiet && isatty(fileno(stderr));
@@ -89,6 +110,8 @@ int bench_main(const BenchFlags& f) {
     std::fflush(stdout);
   }
   std::printf("\n%s", bench_totals(rows).c_str());
+  std::error_code scratch_ec;
+  fs::remove_all(scratch, scratch_ec);
 
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -126,6 +149,14 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--only", f->only, "comma-separated subject ids, e.g. 2a,14,26");
   cmd->add_option("--seed", f->seed, "seed of the first run (run k uses seed+k)")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the result files")->capture_default_str();
+  cmd->add_option("--reach", f->reach,
+                  "how far each hunt goes beyond the inputs: inputs (as GRIST), training (crafted training batches "
+                  "too), weights (the weights too, the default)")
+      ->check(CLI::IsMember({"inputs", "training", "weights"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-replay", f->no_replay,
+                "do not replay each trigger's witness (by default every witness is written to a scratch folder "
+                "and replayed as `grist replay` would, and the table says how many fail again)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->callback([f, &action] { action = [f] { return bench_main(*f); }; });
 }

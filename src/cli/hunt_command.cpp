@@ -39,6 +39,7 @@ struct HuntFlags {
   double step_weights = -1;
   double weights_after = -1;
   bool inputs_only = false;
+  std::string reach;
   bool json = false;
   bool quiet = false;
 };
@@ -76,11 +77,16 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     c.weights_after = f.weights_after;
     c.weights_after_s = std::numeric_limits<double>::infinity();
   }
-  if (f.inputs_only) c.weight_change = 0;
+  // How far the search may go beyond the inputs: crafted training batches (training-reached findings), then
+  // the weights themselves (weights-perturbed ones).
+  const std::string reach = f.inputs_only ? "inputs" : f.reach;
+  if (reach == "inputs" || reach == "training") c.weight_change = 0;
+  if (reach == "inputs") c.training_share = 0;
   if (f.seed >= 0) c.seed = static_cast<uint64_t>(f.seed);
   if (f.faithful) {
     c.faithful = true;
     c.weight_change = 0;
+    c.training_share = 0;
     c.switch_score = SwitchScore::Fifo;
   }
   if (!f.variant.empty()) {
@@ -222,12 +228,20 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_option("--step-weights", f->step_weights,
                   "sign-step the weights by this epsilon against the objective from the first iteration (weights "
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
-                  "default they join with epsilon 0.01 after a quarter of each hazard's budget, 10 s at most");
+                  "default they join with epsilon 0.01 once the inputs (a quarter of each hazard's budget, 10 s at "
+                  "most) and, for a model that trains, crafted training batches (half of what is left, 20 s at "
+                  "most) have had their turn");
   cmd->add_option("--weights-after", f->weights_after,
                   "fraction of each hazard's budget searched with the inputs alone before the weights join "
                   "(default 0.25, and 10 s at most; given here, the fraction alone counts)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_flag("--inputs-only", f->inputs_only, "never step the weights: search the data inputs alone, as GRIST");
+  cmd->add_option("--reach", f->reach,
+                  "how far the search goes beyond the inputs: inputs (the data alone, as GRIST), training (also "
+                  "the model's own optimizer on crafted training batches: findings training can reach), or weights "
+                  "(also the weights themselves, the default: findings only a weight perturbation reaches are "
+                  "reported as such)")
+      ->check(CLI::IsMember({"inputs", "training", "weights"}));
+  cmd->add_flag("--inputs-only", f->inputs_only, "the same as --reach inputs: search the data inputs alone, as GRIST");
   cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
   cmd->add_option("--batch", f->batch, "rows of the persistent batch (default: the manifest's, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");

@@ -140,6 +140,7 @@ int run(const RunOptions& o) {
     report.ran_backward = true;
     report.backward_from = o.backward_from;
     report.backward = ex->backward_event();
+    report.masked_backward = ex->masked_backward_event();
     report.backward_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   }
 

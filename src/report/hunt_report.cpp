@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "report/run_report.h"
 
 namespace grist {
@@ -27,7 +29,45 @@ std::string chain_text(const Graph& g, const HazardOutcome& o, const HuntContext
   return fmt::format("{}", fmt::join(names, " -> "));
 }
 
+std::string class_text(const HazardOutcome& o) {
+  switch (o.finding_class) {
+    case FindingClass::InputReached:
+      return "input-reached: these inputs fail at the weights the model's own training produced in this run";
+    case FindingClass::TrainingReached:
+      return fmt::format("training-reached: after {} of the model's own optimizer steps on crafted training batches "
+                         "(from iteration {}; data within the inputs' ranges, labels from the data); the witness "
+                         "replays them",
+                         o.witness.training.size(), o.training_from);
+    case FindingClass::WeightsPerturbed: {
+      std::string s = "weights-perturbed: only moving the weights directly reached it; no training run was shown to";
+      for (const auto& m : o.weight_moves) {
+        s += fmt::format("\n    '{}' moved {:.3g} RMS in {} search steps", m.name, m.moved_rms, m.searched_steps);
+        if (m.initial_rms > 0) s += fmt::format(" ({:.3g}x its initial RMS {:.3g})", m.moved_rms / m.initial_rms,
+                                                m.initial_rms);
+        s += m.trained_steps > 0
+                 ? fmt::format("; the model's own training moved it {:.3g} RMS in {} steps", m.trained_rms,
+                               m.trained_steps)
+                 : "; the model's own training never moved it";
+      }
+      return s;
+    }
+  }
+  return "";
+}
+
+std::string masked_text(const HazardOutcome& o) {
+  if (o.masked_count == 0) return "";
+  return fmt::format("  masked, did not propagate: {} (first at iteration {}, in {} pass{}); no weight's or input's "
+                     "gradient became non-finite, so it is not a trigger\n",
+                     o.masked.describe(), o.masked_iteration, o.masked_count, o.masked_count == 1 ? "" : "es");
+}
+
 }  // namespace
+
+nlohmann::json to_json(const WeightMove& m) {
+  return {{"weight", m.name},           {"moved_rms", m.moved_rms},         {"initial_rms", m.initial_rms},
+          {"trained_rms", m.trained_rms}, {"trained_steps", m.trained_steps}, {"searched_steps", m.searched_steps}};
+}
 
 std::string violated_condition(const HuntReport& r, const HazardOutcome& o) {
   const NonFiniteEvent& e = o.event;
@@ -60,11 +100,14 @@ std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
       out += fmt::format("  not triggered: {} iterations in {:.2f} s (budget {:.1f} s), last objective {:.6g}{}\n",
                          o.iterations, o.seconds, o.budget_s, o.objective,
                          o.stopped.empty() ? "" : "; " + o.stopped);
+      out += masked_text(o);
       continue;
     }
-    out += fmt::format("  TRIGGERED at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}{}\n",
-                       o.iterations, o.seconds, o.seconds_since_start, pass_name(o.pass), o.strategy,
+    out += fmt::format("  TRIGGERED ({}) at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}{}\n",
+                       finding_class_name(o.finding_class), o.iterations, o.seconds, o.seconds_since_start,
+                       pass_name(o.pass), o.strategy,
                        o.weights_from > 0 ? fmt::format(" (weights stepped from iteration {})", o.weights_from) : "");
+    out += fmt::format("  class: {}\n", class_text(o));
     out += fmt::format("  producer: {} '{}' -> '{}' {}: {} NaN, {} +Inf, {} -Inf\n", o.event.op_type + (o.event.in_backward && o.pass != TriggerPass::OptimizerStep ? " gradient" : ""),
                        o.event.node_name, o.event.value_name, o.event.shape.str(), o.event.counts.nan,
                        o.event.counts.pos_inf, o.event.counts.neg_inf);
@@ -81,16 +124,31 @@ std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c) {
     auto w = c.witnesses.find(static_cast<int>(i));
     if (w != c.witnesses.end())
       out += fmt::format("  witness: {}\n  replay: grist replay {}\n", w->second.npz, w->second.json);
+    out += masked_text(o);
   }
   int triggered = 0, skipped = 0;
+  int by_class[3] = {0, 0, 0};
+  std::vector<std::string> producers;
   for (const auto& o : r.outcomes) {
     triggered += o.triggered;
     skipped += !o.skipped.empty();
+    if (!o.triggered) continue;
+    ++by_class[static_cast<int>(o.finding_class)];
+    if (std::find(producers.begin(), producers.end(), o.event.node_name) == producers.end())
+      producers.push_back(o.event.node_name);
   }
   const size_t hunted = r.outcomes.size() - static_cast<size_t>(skipped);
   out += fmt::format("\n{} of {} hunted hazard{} triggered in {:.2f} s (interval scan {:.3f} s)", triggered, hunted,
                      hunted == 1 ? "" : "s", r.seconds, r.scan_seconds);
   out += skipped ? fmt::format("; {} not hunted\n", skipped) : "\n";
+  if (triggered > 0) {
+    std::vector<std::string> parts;
+    for (FindingClass k : {FindingClass::InputReached, FindingClass::TrainingReached, FindingClass::WeightsPerturbed})
+      if (by_class[static_cast<int>(k)] > 0)
+        parts.push_back(fmt::format("{} {}", by_class[static_cast<int>(k)], finding_class_name(k)));
+    out += fmt::format("findings: {}; {} distinct producing node{}\n", fmt::join(parts, ", "), producers.size(),
+                       producers.size() == 1 ? "" : "s");
+  }
   return out;
 }
 
@@ -116,11 +174,19 @@ nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c
     nlohmann::json x{{"hazard", o.site.id}, {"triggered", o.triggered}, {"iterations", o.iterations},
                      {"seconds", o.seconds}, {"seconds_since_start", o.seconds_since_start},
                      {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy},
-                     {"weights_from_iteration", o.weights_from}};
+                     {"weights_from_iteration", o.weights_from}, {"training_from_iteration", o.training_from}};
     if (!o.skipped.empty()) x["skipped"] = o.skipped;
+    if (o.masked_count > 0)
+      x["masked"] = {{"producer", to_json(o.masked)}, {"iteration", o.masked_iteration}, {"passes", o.masked_count}};
     if (!o.stopped.empty()) x["stopped"] = o.stopped;
     if (o.triggered) {
       x["pass"] = std::string(pass_name(o.pass));
+      x["class"] = std::string(finding_class_name(o.finding_class));
+      if (o.finding_class == FindingClass::TrainingReached) x["training_steps"] = o.witness.training.size();
+      if (!o.weight_moves.empty()) {
+        x["weight_moves"] = nlohmann::json::array();
+        for (const auto& m : o.weight_moves) x["weight_moves"].push_back(to_json(m));
+      }
       x["producer"] = to_json(o.event);
       x["fired_hazard"] = o.fired_site;
       x["violated"] = violated_condition(r, o);

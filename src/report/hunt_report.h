@@ -23,6 +23,8 @@ struct HuntContext {
 std::string to_text(const Graph& g, const HuntReport& r, const HuntContext& c);
 nlohmann::json to_json(const Graph& g, const HuntReport& r, const HuntContext& c);
 
+nlohmann::json to_json(const WeightMove& m);
+
 // "Log input ≤ 0 at [17, 3] = 0" for a producer whose op has a hazard entry; otherwise the event itself.
 std::string violated_condition(const HuntReport& r, const HazardOutcome& o);
 

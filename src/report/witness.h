@@ -27,6 +27,7 @@ struct ReplayResult {
   bool reproduced = false;
   std::string expected_node;   // the producer the witness recorded
   NonFiniteEvent event;        // what the replay found
+  int64_t training_steps = 0;  // crafted training steps replayed first (training-reached findings)
   std::string message;         // one line for people
 };
 

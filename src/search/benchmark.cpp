@@ -38,6 +38,13 @@ bool natural_less(const std::string& a, const std::string& b) {
 double SubjectResult::mean_seconds() const {
   return seconds.empty() ? 0 : std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
 }
+double SubjectResult::mean_comparable_seconds() const {
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < seconds.size(); ++i)
+    if (classes[i] != FindingClass::WeightsPerturbed) sum += seconds[i], ++n;
+  return n ? sum / n : 0;
+}
 double SubjectResult::median_seconds() const { return median_of(seconds); }
 int64_t SubjectResult::median_iterations() const { return median_of(iterations); }
 int64_t SubjectResult::median_study_count() const { return median_of(study_counts); }
@@ -92,6 +99,8 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
     h.manifest.search.time_limit = o.time_limit_s / 60.0;
     if (o.variant) h.manifest.search.variant = *o.variant;
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
+    if (o.no_weights) h.manifest.search.weight_change = 0;
+    if (o.no_training) h.manifest.search.training_share = 0;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
     ++r.runs;
@@ -110,8 +119,19 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       r.seconds.push_back(spent);
       r.iterations.push_back(out.iterations);
       r.study_counts.push_back(manifest->expect.study_count(out.iterations));
+      r.classes.push_back(out.finding_class);
+      ++r.by_class[static_cast<int>(out.finding_class)];
       if (r.expected_op.empty() || out.event.op_type == r.expected_op) ++r.expected_op_hits;
       if (out.weights_from > 0) ++r.weight_search_hits;
+      if (o.replay) {
+        auto again = o.replay(*manifest, out);
+        if (!again) {
+          r.error = fmt::format("replaying the witness of run {}: {}", run + 1, again.message());
+        } else {
+          ++r.replayed;
+          r.reproduced += *again;
+        }
+      }
       if (r.producer.empty())
         r.producer = fmt::format("{} '{}' ({})", out.event.op_type, out.event.node_name, pass_name(out.pass));
       break;

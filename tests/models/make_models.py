@@ -132,6 +132,29 @@ class ToyLogisticRegression(nn.Module):
         return -(y * torch.log(h) + (1 - y) * torch.log(1 - h)).mean()
 
 
+class CraftedTrainingToy(nn.Module):
+    """w·x fitted to y by MSE, and log(1.5 − w·x) of the same prediction. For x in [0, 1] the log is safe while
+    w < 1.5, and the program's own data (x ≈ y ≈ 0.95) keeps w near 1; a training batch of small x with the
+    same labels drives w up (towards y/x), after which x = 1 breaks the log: reachable by training, not by
+    inputs alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(1, 1))
+
+    def forward(self, x, y):
+        p = x.matmul(self.w)
+        loss = ((p - y) * (p - y)).mean()
+        return loss, torch.log(1.5 - p)
+
+
+def export_crafted_training_toy():
+    torch.onnx.export(CraftedTrainingToy(), (torch.rand(4, 1), torch.rand(4, 1)),
+                      os.path.join(HERE, "crafted_training_toy.onnx"), input_names=["x", "y"],
+                      output_names=["loss", "log_margin"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      opset_version=13, do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+
+
 def export_hunt_models():
     """Models of the hunt's known-answer tests (their manifests are committed beside them)."""
     torch.onnx.export(FreeLogitsLogSoftmax(), (torch.rand(3, 5),), os.path.join(HERE, "free_logits.onnx"),
@@ -141,6 +164,7 @@ def export_hunt_models():
                       os.path.join(HERE, "logreg_toy.onnx"), input_names=["x", "y"], output_names=["cost"],
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=13,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+    export_crafted_training_toy()
 
 
 def export_bad_models():
