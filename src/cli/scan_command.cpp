@@ -22,6 +22,7 @@ struct ScanFlags {
   std::string manifest;
   std::string sarif;
   bool json = false;
+  bool ranum_weights = false;
   int64_t batch = 0;
   std::vector<std::string> assume;  // NAME=LO,HI
 };
@@ -50,8 +51,14 @@ Result<std::pair<std::string, Interval>> parse_assumption(const std::string& tex
 int run_scan(const ScanFlags& f) {
   std::optional<Manifest> manifest;
   std::string model = f.model;
-  if (!f.manifest.empty()) {
-    auto m = read_manifest(f.manifest);
+  std::string manifest_path = f.manifest;
+  // A manifest in the model's place, as `grist hunt` takes it.
+  if (manifest_path.empty() && model.size() > 5 && model.compare(model.size() - 5, 5, ".toml") == 0) {
+    manifest_path = model;
+    model.clear();
+  }
+  if (!manifest_path.empty()) {
+    auto m = read_manifest(manifest_path);
     if (!m) return fail(m.message());
     manifest = std::move(m).value();
     if (model.empty()) model = manifest->model;
@@ -62,6 +69,7 @@ int run_scan(const ScanFlags& f) {
   ScanOptions o;
   o.manifest = manifest ? &*manifest : nullptr;
   o.batch = f.batch;
+  o.ranum_weights = f.ranum_weights;
   for (const std::string& a : f.assume) {
     auto parsed = parse_assumption(a);
     if (!parsed) return fail(parsed.message());
@@ -86,7 +94,7 @@ void add_scan_command(CLI::App& app, Action& action) {
   auto flags = std::make_shared<ScanFlags>();
   CLI::App* cmd = app.add_subcommand(
       "scan", "Prove hazardous ops safe by interval analysis, or show the input range that can break them");
-  cmd->add_option("model", flags->model, "the ONNX model (default: the manifest's)");
+  cmd->add_option("model", flags->model, "the ONNX model, or a manifest (.toml) naming it");
   cmd->add_option("--manifest", flags->manifest, "input ranges, trained weights and batch size (TOML)");
   cmd->add_flag("--json", flags->json, "print JSON instead of text");
   cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE");
@@ -94,6 +102,9 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_option("--assume", flags->assume,
                   "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "
                   "(repeatable; a weight so named moves within it)");
+  cmd->add_flag("--ranum-weights", flags->ranum_weights,
+                "take every trained weight to stay within RANUM's default range (its initial span widened by "
+                "100 %), as RANUM does: a statement for comparison, not what training guarantees");
   cmd->callback([flags, &action] { action = [flags] { return run_scan(*flags); }; });
 }
 

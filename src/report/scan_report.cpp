@@ -15,16 +15,56 @@ nlohmann::json bound_json(double v) {
   return v > 0 ? "inf" : "-inf";
 }
 
+// The verdict as a short label: "proved safe", "safe as stated", "safe 10 steps", "may fail", ...
+std::string verdict_label(const HazardVerdict& v) {
+  if (v.verdict != Verdict::ProvedSafe) return std::string(verdict_name(v.verdict));
+  switch (v.scope) {
+    case Scope::EveryRun: return "proved safe";
+    case Scope::StatedWeights: return "safe as stated";
+    case Scope::Steps: return fmt::format("safe {}{} steps", v.steps_capped ? ">=" : "", v.safe_steps);
+    case Scope::InitialWeights: return "safe initially";
+  }
+  return "?";
+}
+
+// What a verdict's proof covers, or why it is open, in words.
+std::string scope_text(const HazardVerdict& v) {
+  if (v.verdict == Verdict::ProvedSafe) {
+    switch (v.scope) {
+      case Scope::EveryRun: return v.trained_operand ? "for every value the trained weights can take" : "";
+      case Scope::StatedWeights: return "for the weight ranges you stated, not for every training run";
+      case Scope::Steps:
+        return fmt::format("for the first {} steps of the training's optimizer{}", v.safe_steps,
+                           v.steps_capped ? " (at least: the search stopped there)" : "");
+      case Scope::InitialWeights: return "at the initial weights only";
+    }
+  }
+  if (v.verdict == Verdict::MayFail && v.trained_operand && !v.fails_initially)
+    return "safe at the initial weights; the training step can move the weights there";
+  return "";
+}
+
 }  // namespace
 
 std::string to_text(const ScanReport& r, const std::string& model) {
   std::string s = fmt::format("grist scan {}: {} hazards: {} may fail, {} proved safe, {} propagated only ({:.1f} ms)\n",
                               model, r.verdicts.size(), r.count(Verdict::MayFail), r.count(Verdict::ProvedSafe),
                               r.count(Verdict::PropagatedOnly), r.seconds * 1e3);
+  if (!r.training.empty()) {
+    int after_training = 0;
+    for (const HazardVerdict& v : r.verdicts)
+      after_training += v.verdict == Verdict::MayFail && v.trained_operand && !v.fails_initially;
+    s += fmt::format("training: {}\n  proofs: {} for every run, {} for stated weight ranges, {} for a number of "
+                     "steps; {} may fail only once training moves the weights\n",
+                     r.training, r.count(Verdict::ProvedSafe, Scope::EveryRun),
+                     r.count(Verdict::ProvedSafe, Scope::StatedWeights), r.count(Verdict::ProvedSafe, Scope::Steps),
+                     after_training);
+  }
   for (const HazardVerdict& v : r.verdicts) {
-    s += fmt::format("  {:<16} {}: operand {}", verdict_name(v.verdict), v.site.label(),
+    s += fmt::format("  {:<16} {}: operand {}", verdict_label(v), v.site.label(),
                      interval_text(v.operand, v.operand_may_be_nan));
     if (v.verdict == Verdict::MayFail) s += fmt::format(" meets {}", v.danger);
+    if (const std::string scope = scope_text(v); !scope.empty()) s += " — " + scope;
     if (v.verdict == Verdict::PropagatedOnly) {
       std::vector<std::string> ids;
       for (int id : v.upstream) ids.push_back(fmt::format("#{}", id));
@@ -46,6 +86,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
   nlohmann::json j;
   j["model"] = model;
   j["seconds"] = r.seconds;
+  if (!r.training.empty()) j["training"] = {{"trained_weights", r.trained_weights}, {"bound", r.training}};
   j["summary"] = {{"hazards", r.verdicts.size()},
                   {"may_fail", r.count(Verdict::MayFail)},
                   {"proved_safe", r.count(Verdict::ProvedSafe)},
@@ -58,12 +99,23 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
                      {"failure", failure_name(v.site.failure)},
                      {"condition", v.site.condition},
                      {"verdict", verdict_name(v.verdict)},
+                     {"scope", scope_name(v.scope)},
+                     {"trained_operand", v.trained_operand},
                      {"operand", {bound_json(v.operand.lo), bound_json(v.operand.hi)}},
                      {"operand_may_be_nan", v.operand_may_be_nan},
                      {"danger", v.danger},
                      {"pattern", v.site.pattern},
                      {"fix_hint", v.site.fix_hint}};
     if (!v.upstream.empty()) h["upstream"] = v.upstream;
+    if (v.verdict != Verdict::ProvedSafe) {
+      h.erase("scope");
+      h["fails_at_initial_weights"] = v.fails_initially;
+    }
+    if (v.verdict == Verdict::ProvedSafe && v.scope == Scope::Steps) {
+      h["safe_steps"] = v.safe_steps;
+      h["safe_steps_at_least"] = v.steps_capped;
+    }
+    if (const std::string scope = scope_text(v); !scope.empty()) h["scope_text"] = scope;
     hz.push_back(std::move(h));
   }
   j["hazards"] = std::move(hz);
@@ -91,8 +143,10 @@ nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
                        {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
                        {"help", {{"text", v.site.fix_hint}}}});
     }
-    const std::string text = fmt::format("{}: operand {} meets {}. Fix: {}", v.site.label(),
-                                         interval_text(v.operand, v.operand_may_be_nan), v.danger, v.site.fix_hint);
+    const std::string scope = scope_text(v);
+    const std::string text = fmt::format("{}: operand {} meets {}{}. Fix: {}", v.site.label(),
+                                         interval_text(v.operand, v.operand_may_be_nan), v.danger,
+                                         scope.empty() ? "" : " (" + scope + ")", v.site.fix_hint);
     nlohmann::json location{
         {"physicalLocation", {{"artifactLocation", {{"uri", model}}}}},
         {"logicalLocations",

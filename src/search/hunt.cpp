@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "analysis/scan.h"
+#include "analysis/trained_weights.h"
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
@@ -789,27 +790,33 @@ struct PlannedHazard {
 
 // Which values some searched data input reaches (forward along the graph, whose nodes are in order).
 std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
-  std::vector<bool> reached(g.values.size(), false);
+  std::vector<bool> inputs(g.values.size(), false);
   for (const auto& name : data.input_names())
-    if (data.spec(name).role == InputRole::Data) reached[static_cast<size_t>(g.find_value(name))] = true;
-  for (const Node& n : g.nodes) {
-    bool any = false;
-    for (ValueId in : n.inputs) any |= in != kNoValue && reached[static_cast<size_t>(in)];
-    if (any)
-      for (ValueId out : n.outputs)
-        if (out != kNoValue) reached[static_cast<size_t>(out)] = true;
-  }
-  return reached;
+    if (data.spec(name).role == InputRole::Data) inputs[static_cast<size_t>(g.find_value(name))] = true;
+  return reached_from(g, inputs);
 }
 
-// The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
-// an upstream failure. Proved-safe ones are skipped only when nothing trains and the weights stay put: the
-// scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
-// model hunts them last instead, with a smaller share of the time than the hazards that may fail.
+// Whether the hunt keeps every searched input inside the range the scan assumed for it (a clip range).
+bool inputs_stay_in_scan_ranges(const Dataset& data) {
+  for (const auto& name : data.input_names()) {
+    const InputSpec& spec = data.spec(name);
+    if (spec.role == InputRole::Data && spec.range == ClipRange::None) return false;
+  }
+  return true;
+}
+
+// The hazards to hunt, in order, with the interval scan's verdicts deciding (a proof is trusted only as far
+// as its scope covers what the hunt does):
+//   1. may fail at the initial weights already, then may fail once training moves the weights;
+//   2. propagated only (they inherit an upstream failure);
+//   3. proved safe, but for less than the hunt does: for weight ranges the user stated (training or the
+//      weight search may leave them), or for inputs in a range the unclipped search may leave — hunted last,
+//      with a smaller share of the time;
+// and proved safe for every run (any weights, inputs within their clip ranges): not hunted.
 // Without the scan: execution order, equal shares.
 std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, const Dataset& data,
                                         const std::vector<const HazardSite*>& targets, HuntReport& report) {
-  constexpr double kMayFail = 1.0, kPropagated = 0.5, kSafeUnlessWeightsMove = 0.25;
+  constexpr double kMayFail = 1.0, kPropagated = 0.5, kProvedForLess = 0.25;
   auto equal_shares = [&] {
     std::vector<PlannedHazard> plan;
     for (const HazardSite* t : targets) plan.push_back({t, kMayFail});
@@ -820,32 +827,38 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
   ScanOptions so;
   so.manifest = &o.manifest;
   so.batch = o.batch_size;
+  so.step_bounds = false;  // the hunt runs as many steps as its budget allows: a step count covers none of it
   auto scanned = scan(g, so);
   report.scan_seconds = seconds_between(start, Clock::now());
   if (!scanned) return equal_shares();  // a model the analysis cannot bound is hunted whole
-  std::vector<const HazardSite*> may_fail, propagated, safe_if_weights_stay;
+  const bool clipped = inputs_stay_in_scan_ranges(data);
+  std::vector<const HazardSite*> fails_initially, fails_when_trained, propagated, proved_for_less;
   for (const HazardSite* t : targets) {
     const HazardVerdict* v = nullptr;
     for (const auto& hv : scanned->verdicts)
       if (hv.site.id == t->id) v = &hv;
-    if (!v || v->verdict == Verdict::MayFail) {
-      may_fail.push_back(t);
+    if (!v || (v->verdict == Verdict::MayFail && v->fails_initially)) {
+      fails_initially.push_back(t);
+    } else if (v->verdict == Verdict::MayFail) {
+      fails_when_trained.push_back(t);
     } else if (v->verdict == Verdict::PropagatedOnly) {
       propagated.push_back(t);
-    } else if (o.manifest.train.enabled || (o.manifest.search.weight_change > 0 && !o.manifest.search.faithful)) {
-      safe_if_weights_stay.push_back(t);
+    } else if (v->scope != Scope::EveryRun || !clipped) {
+      proved_for_less.push_back(t);
     } else {
       HazardOutcome skipped;
       skipped.site = *t;
-      skipped.skipped = fmt::format("proved safe by the interval scan: its operand stays in [{}, {}]",
+      skipped.skipped = fmt::format("proved safe for every run by the interval scan: its operand stays in [{}, {}] "
+                                    "for any value of the trained weights and inputs within their clip ranges",
                                     v->operand.lo, v->operand.hi);
       report.outcomes.push_back(std::move(skipped));
     }
   }
   std::vector<PlannedHazard> plan;
-  for (const HazardSite* t : may_fail) plan.push_back({t, kMayFail});
+  for (const HazardSite* t : fails_initially) plan.push_back({t, kMayFail});
+  for (const HazardSite* t : fails_when_trained) plan.push_back({t, kMayFail});
   for (const HazardSite* t : propagated) plan.push_back({t, kPropagated});
-  for (const HazardSite* t : safe_if_weights_stay) plan.push_back({t, kSafeUnlessWeightsMove});
+  for (const HazardSite* t : proved_for_less) plan.push_back({t, kProvedForLess});
   // When weights are searched, a hazard no data input reaches (a divisor made of weights or constants) is
   // settled fast: exact weight steps reach zero in a few iterations or give up once they stop progressing.
   // Such hazards go first, those whose operand is a weight itself (one exact step) before the others, so

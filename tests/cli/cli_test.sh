@@ -45,13 +45,13 @@ expect "log(softmax) on wide logits names Log" 1 "node '/Log' \(Log\)" -- "$GRIS
 expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
 expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
-expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(--assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01
+expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(your statement: --assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights
 expect "--assume of a value the model lacks" 2 "--assume y: the model has no input or weight of that name \(its inputs: x\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume y=0,1
 expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=1
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
-expect "hunt the bug-26 toy" 1 "TRIGGERED at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
+expect "hunt the bug-26 toy" 1 "TRIGGERED \(input-reached\) at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
 expect "replay of a missing witness" 2 "cannot open" -- "$GRIST" replay "$TMP/w/none.json"
