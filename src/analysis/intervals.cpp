@@ -129,6 +129,10 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
   IntervalAnalysis a;
   a.values.assign(g.values.size(), IntervalTensor::unknown(DType::Undefined));
   a.trained = trained_weights(g, o.manifest);
+  // The optimizer's reach in o.steps steps, once for every weight (it sums a bound per step).
+  const std::optional<double> step_move = o.trained == TrainedWeights::Steps && o.manifest
+                                              ? max_weight_move(o.manifest->train.optimizer, o.steps)
+                                              : std::nullopt;
   a.stated.assign(g.values.size(), false);
   const std::string trained_why =
       o.manifest ? fmt::format("trained by {}: any value, unless you state a range", 
@@ -220,11 +224,11 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         break;
       }
       case TrainedWeights::Steps: {
-        auto r = o.manifest ? weight_radius(o.manifest->train.optimizer, o.steps, max_abs(init)) : std::nullopt;
-        if (!r) return make_error("internal: no step bound for the training of '{}'", v.name);
-        a.values[static_cast<size_t>(id)] = around(init, *r);
-        a.assumptions.push_back({v.name, "trained weight", {h.lo - *r, h.hi + *r},
-                                 fmt::format("initial value ± {:.4g}: {} training steps", *r, o.steps)});
+        if (!step_move) return make_error("internal: no step bound for the training of '{}'", v.name);
+        const double r = rounded_radius(*step_move, o.steps, max_abs(init));
+        a.values[static_cast<size_t>(id)] = around(init, r);
+        a.assumptions.push_back({v.name, "trained weight", {h.lo - r, h.hi + r},
+                                 fmt::format("initial value ± {:.4g}: {} training steps", r, o.steps)});
         break;
       }
     }

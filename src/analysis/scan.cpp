@@ -4,6 +4,8 @@
 #include <cmath>
 #include <chrono>
 
+#include <algorithm>
+
 #include "analysis/trained_weights.h"
 #include "analysis/training_bounds.h"
 
@@ -138,7 +140,7 @@ IntervalOptions interval_options(const ScanOptions& o, TrainedWeights trained, i
 }
 
 // For each verdict in `pending` (safe at the initial weights), the most training steps its proof holds for:
-// analyses at N = 1, 2, 4, ... steps of the optimizer's bound until each has failed once (or N reaches the
+// analyses at N = 1, 4, 16, ... steps of the optimizer's bound until each has failed once (or N reaches the
 // cap), then bisection between the last safe N and the first unsafe one. Inclusion-isotonic intervals make
 // a proof at N one for every smaller N.
 Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardVerdict*>& pending) {
@@ -159,15 +161,15 @@ Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardV
   };
   std::vector<size_t> all(pending.size());
   for (size_t k = 0; k < all.size(); ++k) all[k] = k;
-  for (int64_t n = 1; n <= o.max_steps; n *= 2) {
+  for (int64_t n = 1; n <= o.max_steps; n *= 4) {
     std::vector<size_t> open;
     for (size_t k : all)
       if (unsafe[k] == 0) open.push_back(k);
     if (open.empty()) break;
     GRIST_TRY(probe(n, open));
   }
-  // Bisection, shared by the verdicts with the same bracket; at most 8 halvings (a bracket's 1/256).
-  for (int round = 0; round < 8; ++round) {
+  // Bisection, shared by the verdicts with the same bracket; at most 10 halvings (a bracket's 1/1024).
+  for (int round = 0; round < 10; ++round) {
     std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> brackets;
     for (size_t k : all)
       if (unsafe[k] > safe[k] + 1) brackets[{safe[k], unsafe[k]}].push_back(k);
@@ -262,6 +264,20 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       std::string danger;
       v->fails_initially = may_fail_in(v->site, g.nodes[static_cast<size_t>(v->site.node)], initial->values, danger);
       if (!v->fails_initially) safe_initially.push_back(v);
+    }
+    // A propagated-only verdict whose upstream hazards all hold at the initial weights while it does not is
+    // a producer of its own there.
+    auto fails_initially = [&](int id) {
+      for (const HazardVerdict& u : report.verdicts)
+        if (u.site.id == id) return u.fails_initially;
+      return true;
+    };
+    for (HazardVerdict* v : open) {
+      if (v->verdict != Verdict::PropagatedOnly || !v->fails_initially) continue;
+      if (std::none_of(v->upstream.begin(), v->upstream.end(), fails_initially)) {
+        v->verdict = Verdict::MayFail;
+        v->upstream.clear();
+      }
     }
     const Manifest* m = options.manifest;
     if (options.step_bounds && m && !safe_initially.empty() && max_weight_move(m->train.optimizer, 1))

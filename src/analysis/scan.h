@@ -48,7 +48,7 @@ struct ScanOptions {
   bool initial_weights = true;
   bool ranum_weights = false;                    // trained weights in RANUM's default ranges, as a statement
   bool step_bounds = true;
-  int64_t max_steps = int64_t{1} << 20;          // the step search stops there
+  int64_t max_steps = int64_t{1} << 18;          // the step search stops there (262,144 steps)
 };
 
 struct ScanReport {

@@ -16,8 +16,9 @@ namespace grist {
 // that may vanish.
 std::optional<double> max_weight_move(const OptimizerConfig& c, int64_t steps);
 
-// The same plus the float32 rounding of each update of a weight whose initial magnitude is at most `magnitude`.
-std::optional<double> weight_radius(const OptimizerConfig& c, int64_t steps, double magnitude);
+// `move` (max_weight_move's answer) plus the float32 rounding of each of the `steps` updates of a weight whose
+// initial magnitude is at most `magnitude`.
+double rounded_radius(double move, int64_t steps, double magnitude);
 
 // The rule max_weight_move applies, for reports: "Adam: |Δw| ≤ lr·C_t, C_t = ...".
 std::string step_bound_rule(const OptimizerConfig& c);

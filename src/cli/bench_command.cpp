@@ -126,8 +126,15 @@ int bench_main(const BenchFlags& f) {
     if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
   }
   std::printf("results: %s.{csv,json,md}\n", base.c_str());
-  for (const auto& r : rows)
+  for (const auto& r : rows) {
+    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
+    if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
+      std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
+                   r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
+      return kExitNonFinite;
+    }
     if (!r.error.empty() || r.triggered < r.runs) return kExitNonFinite;  // some subject did not always trigger
+  }
   return kExitClean;
 }
 

@@ -34,7 +34,7 @@ struct Totals {
   // The same counting only the triggers a program run reaches (input- and training-reached).
   int comparable_all = 0, comparable_nine_in_ten = 0, comparable_some = 0;
   double comparable_grist_s = 0, comparable_study_s = 0;
-  int triggers = 0, replayed = 0, reproduced = 0, by_class[3] = {0, 0, 0};
+  int triggers = 0, replayed = 0, reproduced = 0, contradicted = 0, by_class[3] = {0, 0, 0};
 };
 
 Totals totals_of(const std::vector<SubjectResult>& rows) {
@@ -61,6 +61,7 @@ Totals totals_of(const std::vector<SubjectResult>& rows) {
     t.triggers += r.triggered;
     t.replayed += r.replayed;
     t.reproduced += r.reproduced;
+    t.contradicted += r.contradicted_proofs;
     for (int k = 0; k < 3; ++k) t.by_class[k] += r.by_class[k];
   }
   return t;
@@ -94,7 +95,8 @@ std::string bench_totals(const std::vector<SubjectResult>& rows) {
                      t.grist_s, t.study_s, t.grist_s > 0 ? t.study_s / t.grist_s : 0.0);
   s += fmt::format("Findings: {} input-reached, {} training-reached, {} weights-perturbed", t.by_class[0],
                    t.by_class[1], t.by_class[2]);
-  s += t.replayed ? fmt::format("; {} of {} witnesses replayed fail again.\n", t.reproduced, t.replayed) : ".\n";
+  s += t.replayed ? fmt::format("; {} of {} witnesses replayed fail again", t.reproduced, t.replayed) : "";
+  s += fmt::format("; {} contradicted a proof of the interval scan.\n", t.contradicted);
   s += fmt::format("GRIST-comparable (input- or training-reached only): {} subjects in every run, {} in at least 9 "
                    "of 10, {} in at least one run",
                    t.comparable_all, t.comparable_nine_in_ten, t.comparable_some);
@@ -137,7 +139,8 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
                      {"input_reached", r.count(FindingClass::InputReached)},
                      {"training_reached", r.count(FindingClass::TrainingReached)},
                      {"weights_perturbed", r.count(FindingClass::WeightsPerturbed)},
-                     {"replayed", r.replayed}, {"reproduced", r.reproduced}};
+                     {"replayed", r.replayed}, {"reproduced", r.reproduced},
+                     {"contradicted_proofs", r.contradicted_proofs}};
     nlohmann::json classes = nlohmann::json::array();
     for (FindingClass c : r.classes) classes.push_back(std::string(finding_class_name(c)));
     x["classes"] = classes;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/scan.h"
 #include "config/manifest.h"
 #include "onnx/import.h"
 #include "search/hunt.h"
@@ -92,6 +93,20 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
     skip_runs();
     return r;
   }
+  // The scan's proofs, to check every trigger a program run reaches against them.
+  ScanOptions so;
+  so.manifest = &*manifest;
+  so.batch = manifest->batch_size;
+  auto scanned = scan(*graph, so);
+  bool clipped = true;
+  for (const auto& [name, spec] : manifest->inputs) clipped &= spec.role != InputRole::Data || spec.range != ClipRange::None;
+  auto contradicts = [&](const HazardOutcome& out) {
+    if (!scanned || !clipped || out.finding_class == FindingClass::WeightsPerturbed) return false;
+    for (const HazardVerdict& v : scanned->verdicts)
+      if (v.site.id == out.fired_site && v.verdict == Verdict::ProvedSafe)
+        return v.scope == Scope::EveryRun || (v.scope == Scope::Steps && v.safe_steps >= out.training_steps);
+    return false;
+  };
   for (int run = 0; run < o.runs; ++run) {
     HuntOptions h;
     h.manifest = *manifest;
@@ -120,6 +135,7 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       r.iterations.push_back(out.iterations);
       r.study_counts.push_back(manifest->expect.study_count(out.iterations));
       r.classes.push_back(out.finding_class);
+      r.contradicted_proofs += contradicts(out);
       ++r.by_class[static_cast<int>(out.finding_class)];
       if (r.expected_op.empty() || out.event.op_type == r.expected_op) ++r.expected_op_hits;
       if (out.weights_from > 0) ++r.weight_search_hits;

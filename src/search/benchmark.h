@@ -38,6 +38,10 @@ struct SubjectResult {
   int weight_search_hits = 0;        // triggers found once the weights had joined the search
   int by_class[3] = {0, 0, 0};       // triggers by FindingClass
   int replayed = 0, reproduced = 0;  // witnesses replayed, and those whose producer failed again
+  // Input- or training-reached triggers of a hazard the interval scan proved safe for what that run did (for
+  // every run, or for at least the training steps it had taken) with inputs inside the scan's ranges: an
+  // unsound proof. Must stay 0.
+  int contradicted_proofs = 0;
   std::vector<double> seconds;       // of the triggered runs
   std::vector<FindingClass> classes; // of the triggered runs
   std::vector<int64_t> iterations;   // of the triggered runs, grist's 1-based count

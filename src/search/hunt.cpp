@@ -502,6 +502,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.pass = pass;
   out.event = e;
   out.fired_site = site_of(e.node);
+  out.training_steps = opt_ ? opt_->steps_taken() : 0;
   out.witness.inputs = fed;
   out.witness.pass = pass;
   out.witness.dropout = dropout;

@@ -108,6 +108,7 @@ struct HazardOutcome {
   FindingClass finding_class = FindingClass::InputReached;
   int64_t training_from = 0;   // iteration at which crafted training batches began (0: never)
   int64_t weights_from = 0;    // iteration at which the weights joined the search (0: never)
+  int64_t training_steps = 0;  // optimizer steps the model had taken when it fired
   std::vector<WeightMove> weight_moves;  // weights-perturbed: the tensors the search moved most, first
   // A non-finite gradient that no weight's (or, without training, no input's) gradient inherited: a later
   // select, mask or zero product removed it. Not a trigger; the first one seen is kept for the report.
