@@ -96,7 +96,13 @@ int bench_main(const BenchFlags& f) {
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  const fs::path base = fs::path(f.out) / fmt::format("bench-{}", stamp);
+  // A second run within the same second gets bench-STAMP-2, -3, ...: never an existing file's name.
+  fs::path base;
+  for (int n = 1;; ++n) {
+    base = fs::path(f.out) / fmt::format("bench-{}{}", stamp, n > 1 ? fmt::format("-{}", n) : "");
+    const std::string b = base.string();
+    if (!fs::exists(b + ".csv") && !fs::exists(b + ".json") && !fs::exists(b + ".md")) break;
+  }
   for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
                            {".json", bench_json(rows).dump(2) + "\n"},
                            {".md", bench_markdown(rows)}}) {
