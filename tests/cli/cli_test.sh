@@ -46,6 +46,8 @@ expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
 expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
 expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(--assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01
+expect "scan --sarif writes the report" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
+expect "scan --sarif never overwrites a file" 2 "scan.sarif: exists already; not overwriting it" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
 expect "--assume of a value the model lacks" 2 "--assume y: the model has no input or weight of that name \(its inputs: x\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume y=0,1
 expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=1
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
