@@ -2,6 +2,7 @@
 // can break them, before anything runs. Exit 1 when some hazard may fail, 0 when all are proved safe.
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,9 @@ Result<std::pair<std::string, Interval>> parse_assumption(const std::string& tex
 }
 
 int run_scan(const ScanFlags& f) {
+  // Files written for the user never replace an existing one: refused before any work.
+  if (!f.sarif.empty() && std::filesystem::exists(f.sarif))
+    return fail(fmt::format("{}: exists already; not overwriting it", f.sarif));
   std::optional<Manifest> manifest;
   std::string model = f.model;
   std::string manifest_path = f.manifest;
@@ -97,7 +101,7 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_option("model", flags->model, "the ONNX model, or a manifest (.toml) naming it");
   cmd->add_option("--manifest", flags->manifest, "input ranges, trained weights and batch size (TOML)");
   cmd->add_flag("--json", flags->json, "print JSON instead of text");
-  cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE");
+  cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE (a new file: never overwritten)");
   cmd->add_option("--batch", flags->batch, "size of symbolic dimensions (default: the manifest's, else 1)");
   cmd->add_option("--assume", flags->assume,
                   "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "

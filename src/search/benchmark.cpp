@@ -112,6 +112,7 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
     h.manifest = *manifest;
     h.manifest.search.seed = o.first_seed + static_cast<uint64_t>(run);
     h.manifest.search.time_limit = o.time_limit_s / 60.0;
+    if (o.max_iterations > 0) h.manifest.search.max_iterations = o.max_iterations;
     if (o.variant) h.manifest.search.variant = *o.variant;
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
     if (o.no_weights) h.manifest.search.weight_change = 0;

@@ -20,6 +20,7 @@ struct BenchOptions {
   int runs = 10;                   // seeds per subject
   uint64_t first_seed = 1;
   double time_limit_s = 60;        // per run
+  int64_t max_iterations = 0;      // per hazard, overriding every manifest's; 0: the manifests'
   std::optional<Variant> variant;  // override every manifest's
   // How far the search may go beyond the inputs (SearchConfig): no weight search, no crafted training.
   bool no_weights = false, no_training = false;

@@ -76,6 +76,20 @@ TEST(TorchModels, CnnWithConvPoolDropoutMatchesPyTorch) { expect_matches_pytorch
 TEST(TorchModels, ClassifierWithLossInsideMatchesPyTorch) {
   expect_matches_pytorch({"classifier_loss", "loss", false});
 }
+// F.cross_entropy with class weights and ignore_index exports as one SoftmaxCrossEntropyLoss node: PyTorch's
+// loss and its gradients (to the logits' layer and the data) pin the fused op, not a rebuild from LogSoftmax.
+TEST(TorchModels, CrossEntropyWithClassWeightsAndIgnoredLabelsMatchesPyTorch) {
+  auto g = import_onnx_file((kModels / "cross_entropy.onnx").string());
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  int fused = 0;
+  for (const Node& n : g->nodes)
+    if (n.op_type == "SoftmaxCrossEntropyLoss") {
+      ++fused;
+      EXPECT_EQ(n.inputs.size(), 3u);  // scores, labels, class weights
+    }
+  EXPECT_EQ(fused, 1);
+  expect_matches_pytorch({"cross_entropy", "loss", false});
+}
 TEST(TorchModels, VaeHeadWithBatchNormAndSplitMatchesPyTorch) {
   expect_matches_pytorch({"vae_head", "direction", true, 2e-5});
 }

@@ -60,6 +60,19 @@ class ClassifierWithLoss(nn.Module):
         return probs, loss
 
 
+class CrossEntropyClassifier(nn.Module):
+    """F.cross_entropy with class weights and an ignored class: torch.onnx exports it as one
+    SoftmaxCrossEntropyLoss node (opset 13), so PyTorch's loss and its gradients pin the fused op."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+        self.register_buffer("class_weight", torch.tensor([1.0, 0.5, 2.0, 1.5, 0.25]))
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.fc(x), y, weight=self.class_weight, ignore_index=3)
+
+
 class VaeHead(nn.Module):
     """conv → leaky relu → batch norm (eval, running statistics) → max pool → linear → chunk into a mean and
     a log-variance; F.normalize(mean) (ReduceL2, clamp, division) and exp(logvar / 2). The scan test
@@ -110,6 +123,12 @@ def export(name, model, args, input_names, output_names, dynamic, opset, loss_in
         record["grad:" + n] = g.numpy()
     np.savez(os.path.join(HERE, name + ".expected.npz"), **record)
     print("wrote", path)
+
+
+def export_cross_entropy():
+    # Labels 3 (ignored) and repeats, so ignore_index and the weighted mean's denominator both matter.
+    export("cross_entropy", CrossEntropyClassifier(), (torch.randn(7, 6), torch.tensor([0, 3, 1, 2, 4, 3, 1])),
+           ["x", "y"], ["loss"], {"x": {0: "batch"}, "y": {0: "batch"}}, 13, loss_index=0)
 
 
 class FreeLogitsLogSoftmax(nn.Module):
@@ -196,6 +215,13 @@ def export_bad_models():
 
 
 def main():
+    import sys
+    only = sys.argv[1:]  # model names: export only these (the others' files stay as committed)
+    if only:
+        torch.manual_seed(4)
+        if "cross_entropy" in only:
+            export_cross_entropy()
+        return
     export_bad_models()
     export_hunt_models()
     torch.manual_seed(0)
@@ -207,6 +233,8 @@ def main():
     export("classifier_loss", ClassifierWithLoss(), (torch.randn(5, 8), torch.tensor([0, 3, 1, 2, 3])),
            ["x", "y"], ["probs", "loss"], {"x": {0: "batch"}, "y": {0: "batch"}, "probs": {0: "batch"}}, 15,
            loss_index=1)
+    torch.manual_seed(4)
+    export_cross_entropy()
     torch.manual_seed(3)
     export("vae_head", VaeHead(), (torch.rand(3, 1, 8, 8),), ["x"], ["direction", "std"],
            {"x": {0: "batch"}, "direction": {0: "batch"}, "std": {0: "batch"}}, 13)
