@@ -8,6 +8,7 @@
 
 #include "analysis/scan.h"
 #include "analysis/trained_weights.h"
+#include "analysis/training_bounds.h"
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
@@ -80,7 +81,8 @@ class TargetSearch {
   bool can_craft_training() const;
   void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   bool training_phase_over(int64_t it, double elapsed) const;
-  void enter_weights_phase(int64_t it, HazardOutcome& out);
+  void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
+  void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
   void keep_objective_weight_gradient();
   Status craft_training_batch(int64_t it);
   void note_masked(HazardOutcome& out, const NonFiniteEvent& e, int64_t it);
@@ -149,6 +151,13 @@ class TargetSearch {
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
 
+  // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
+  // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
+  // of the last training step for SGD), then the coordinated step of `weight_change` on every weight.
+  double weight_eps_ = 0;
+  bool optimizer_sized_ = false;
+  double coordinated_from_s_ = 0;
+  int64_t coordinated_from_it_ = 0;
   // The weight search's reach, for weights-perturbed findings.
   std::vector<Tensor> join_weights_;      // stepped_weights_ when they joined
   int64_t trained_steps_at_join_ = 0;
@@ -271,7 +280,8 @@ void TargetSearch::step_weights() {
   for (ValueId id : stepped_weights_) {
     const Tensor* grad = ex_->grad(id);
     if (!grad) continue;
-    sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt, step_stats_);
+    if (optimizer_sized_ && std::find(params_.begin(), params_.end(), id) == params_.end()) continue;
+    sign_step(ex_->mutable_value(id), *grad, weight_eps_, std::nullopt, step_stats_);
     for (double u : step_stats_.updated) weights_changed_ |= u > 0;
   }
 }
@@ -349,7 +359,7 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   return elapsed >= training_until_s_;
 }
 
-void TargetSearch::enter_weights_phase(int64_t it, HazardOutcome& out) {
+void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   phase_ = Phase::Weights;
   weights_searched_ = true;
   newton_ = !data_reaches_objective_ &&
@@ -357,11 +367,40 @@ void TargetSearch::enter_weights_phase(int64_t it, HazardOutcome& out) {
   newton_best_at_ = it;
   search_ids_ = data_ids_;
   search_ids_.insert(search_ids_.end(), stepped_weights_.begin(), stepped_weights_.end());
-  out.strategy = "grist+weights";
   out.weights_from = it;
   join_weights_.resize(stepped_weights_.size());
   for (size_t k = 0; k < stepped_weights_.size(); ++k) join_weights_[k].copy_from(ex_->value(stepped_weights_[k]));
   trained_steps_at_join_ = opt_ ? opt_->steps_taken() : 0;
+  // Steps the model's own optimizer could take first, for half of what is left; then the coordinated ones.
+  weight_eps_ = cfg_.weight_change;
+  optimizer_sized_ = false;
+  out.strategy = "grist+weights";
+  if (opt_ && !newton_) {
+    // SGD's step is lr·|∂L/∂w|: the executor still holds the last training step's gradients (the objective's
+    // backward of this iteration comes after).
+    double grad_max = 0;
+    for (ValueId id : params_)
+      if (const Tensor* gw = ex_->grad(id))
+        for (int64_t i = 0; i < gw->numel(); ++i) grad_max = std::max(grad_max, std::fabs(gw->get_as_double(i)));
+    const std::optional<double> bound = max_weight_move(m_.train.optimizer, 1);
+    const double one_step = bound ? *bound : std::fabs(m_.train.optimizer.lr) * grad_max;
+    if (one_step > 0 && one_step < cfg_.weight_change) {
+      weight_eps_ = one_step;
+      optimizer_sized_ = true;
+      out.strategy = "grist+weights(optimizer-sized)";
+      coordinated_from_s_ = elapsed + 0.5 * std::max(0.0, budget_s - elapsed);
+      coordinated_from_it_ =
+          cfg_.max_iterations > 0 ? it + std::max<int64_t>(0, cfg_.max_iterations - it) / 2 : 0;
+    }
+  }
+}
+
+void TargetSearch::coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out) {
+  if (!optimizer_sized_) return;
+  if (cfg_.max_iterations > 0 ? it < coordinated_from_it_ : elapsed < coordinated_from_s_) return;
+  optimizer_sized_ = false;
+  weight_eps_ = cfg_.weight_change;
+  out.strategy = "grist+weights";
 }
 
 void TargetSearch::keep_objective_weight_gradient() {
@@ -557,6 +596,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     return Status::ok();
   }
   if (!cfg_.faithful) note_masked(out, ex_->masked_backward_event(), iteration_);
+
   // Keep the weights the pass used: the optimizer may be the producer.
   weights_before_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
@@ -699,17 +739,18 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (can_craft_training()) {
         enter_training_phase(it, elapsed, budget_s, out);
       } else if (!stepped_weights_.empty()) {
-        enter_weights_phase(it, out);
+        enter_weights_phase(it, elapsed, budget_s, out);
       }
     }
     if (training_phase_over(it, elapsed)) {
       if (!stepped_weights_.empty()) {
-        enter_weights_phase(it, out);
+        enter_weights_phase(it, elapsed, budget_s, out);
       } else {
         phase_ = Phase::Inputs;  // nothing further to try: the inputs and the program's own training go on
         search_ids_ = data_ids_;
       }
     }
+    if (phase_ == Phase::Weights) coordinate_weight_steps(it, elapsed, out);
     const bool crafting = phase_ == Phase::Training;
     // Once weights are stepped, the monitored pass's activations belong to the weights before the step.
     const bool reuse_now = reuse && !weights_searched_ && !crafting;
