@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/durations.h"
 #include "report/bench_report.h"
 #include "report/witness.h"
 #include "search/benchmark.h"
@@ -23,7 +24,7 @@ struct BenchFlags {
   std::string zoo = "zoo";
   int runs = 10;
   std::string variant;
-  double time_limit = 60;
+  std::string time_limit = "60";  // a bare number is seconds
   int64_t max_iterations = 0;
   std::string only;
   std::string out = "bench-results";
@@ -72,11 +73,13 @@ int bench_main(const BenchFlags& f) {
   o.zoo_dir = f.zoo;
   o.runs = f.runs;
   o.first_seed = static_cast<uint64_t>(f.seed);
-  o.time_limit_s = f.time_limit;
+  auto limit = parse_duration(f.time_limit, TimeUnit::Seconds, "--time-limit");
+  if (!limit) return fail(limit.message());
+  o.time_limit_s = *limit;
   o.max_iterations = f.max_iterations;
   o.only = split_commas(f.only);
   if (o.runs < 1) return fail("--runs must be at least 1");
-  if (!(o.time_limit_s > 0)) return fail("--time-limit must be positive (seconds per run)");
+  if (f.seed < 0) return fail(fmt::format("--seed {}: must not be negative", f.seed));
   if (o.max_iterations < 0) return fail("--max-iterations must not be negative");
   if (!f.variant.empty()) {
     auto v = parse_variant(f.variant);
@@ -163,7 +166,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--runs", f->runs, "seeds per subject")->capture_default_str();
   cmd->add_option("--variant", f->variant, "override every manifest: grist, grist-ns, original, random")
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
-  cmd->add_option("--time-limit", f->time_limit, "seconds per run")->capture_default_str();
+  cmd->add_option("--time-limit", f->time_limit, "per run: 90s, 1.5m, 2h, or a bare number of seconds")
+      ->capture_default_str();
   cmd->add_option("--max-iterations", f->max_iterations,
                   "iterations per hazard, for every subject (the weights join after a quarter of them instead of "
                   "after a quarter of the time): a run whose outcome does not depend on the machine's speed");

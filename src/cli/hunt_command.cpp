@@ -2,11 +2,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 
 #include "cli/commands.h"
+#include "cli/durations.h"
 #include "config/manifest.h"
 #include "onnx/import.h"
 #include "report/hunt_report.h"
@@ -25,7 +27,7 @@ struct HuntFlags {
   std::string conf;
   std::string target;
   bool all = false;
-  double time_limit = -1;       // minutes
+  std::string time_limit;       // a bare number is minutes, as in GRIST's experiments.conf
   int64_t max_iterations = -1;
   std::string variant, switch_score;
   bool faithful = false;
@@ -42,7 +44,20 @@ struct HuntFlags {
   std::string reach;
   bool json = false;
   bool quiet = false;
+  // The options whose values need checking once they were given at all.
+  CLI::Option *max_iterations_opt = nullptr, *change_opt = nullptr, *seed_opt = nullptr, *batch_opt = nullptr;
 };
+
+// Values no search can run with: one line, exit 2, before anything is read.
+Status check_flags(const HuntFlags& f) {
+  GRIST_CHECK(f.max_iterations_opt->count() == 0 || f.max_iterations >= 0, "--max-iterations {}: must not be negative",
+              f.max_iterations);
+  GRIST_CHECK(f.change_opt->count() == 0 || (std::isfinite(f.change) && f.change > 0),
+              "--change {}: the step must be a positive number", f.change);
+  GRIST_CHECK(f.seed_opt->count() == 0 || f.seed >= 0, "--seed {}: must not be negative", f.seed);
+  GRIST_CHECK(f.batch_opt->count() == 0 || f.batch > 0, "--batch {}: must be at least 1", f.batch);
+  return Status::ok();
+}
 
 // Builds the manifest from the files and flags: experiments.conf < manifest < command line.
 Result<Manifest> resolve_manifest(const HuntFlags& f) {
@@ -65,8 +80,11 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     m.search = base;
   }
   SearchConfig& c = m.search;
-  if (f.time_limit > 0) c.time_limit = f.time_limit;
-  if (f.time_limit == 0) return make_error("--time-limit must be positive (minutes)");
+  if (!f.time_limit.empty()) {
+    auto seconds = parse_duration(f.time_limit, TimeUnit::Minutes, "--time-limit");
+    if (!seconds) return seconds.error();
+    c.time_limit = *seconds / 60;
+  }
   if (f.max_iterations >= 0) c.max_iterations = f.max_iterations;
   if (f.change > 0) c.change = f.change;
   if (f.step_weights >= 0) {
@@ -149,6 +167,7 @@ class ProgressLine {
 };
 
 int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_start) {
+  if (auto st = check_flags(f); !st) return fail(st.message());
   auto manifest = resolve_manifest(f);
   if (!manifest) return fail(manifest.message());
   auto graph = import_onnx_file(manifest->model);
@@ -216,15 +235,18 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_option("--conf", f->conf, "a GRIST experiments.conf ([parameter] time_limit, change, switch_data, ...)");
   cmd->add_option("--target", f->target, "hunt only this hazard (node name or hazard number)");
   cmd->add_flag("--all", f->all, "go on after the first trigger and hunt every hazard");
-  cmd->add_option("--time-limit", f->time_limit, "the budget in minutes, shared by the hazards (default 30)");
-  cmd->add_option("--max-iterations", f->max_iterations, "stop each hazard's search after this many iterations");
+  cmd->add_option("--time-limit", f->time_limit,
+                  "the budget shared by the hazards: 90s, 1.5m, 2h, or a bare number of minutes as in "
+                  "experiments.conf (default 30m)");
+  f->max_iterations_opt =
+      cmd->add_option("--max-iterations", f->max_iterations, "stop each hazard's search after this many iterations");
   cmd->add_option("--variant", f->variant, "grist (default), grist-ns (no switching), original, random")
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
   cmd->add_option("--switch-score", f->switch_score, "score (intended, default) or fifo (as the study shipped)")
       ->check(CLI::IsMember({"score", "fifo"}));
   cmd->add_flag("--faithful", f->faithful,
                 "the study's loop exactly: only the loss is checked, FIFO switching, training pass not scanned");
-  cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
+  f->change_opt = cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
   cmd->add_option("--step-weights", f->step_weights,
                   "sign-step the weights by this epsilon against the objective from the first iteration (weights "
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
@@ -242,8 +264,10 @@ void add_hunt_command(CLI::App& app, Action& action) {
                   "reported as such)")
       ->check(CLI::IsMember({"inputs", "training", "weights"}));
   cmd->add_flag("--inputs-only", f->inputs_only, "the same as --reach inputs: search the data inputs alone, as GRIST");
-  cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
-  cmd->add_option("--batch", f->batch, "rows of the persistent batch (default: the manifest's, else 1)");
+  f->seed_opt = cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
+  f->batch_opt = cmd->add_option("--batch", f->batch,
+                                 "rows of the persistent batch (default: the manifest's, else the model's fixed batch "
+                                 "dimension, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
   cmd->add_option("--out", f->out, "folder for witness files (never overwritten)")->capture_default_str();
   cmd->add_flag("--no-witness", f->no_witness, "do not save witness files");

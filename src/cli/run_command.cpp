@@ -30,6 +30,7 @@ struct RunOptions {
 };
 
 Status parse_dims(const RunOptions& o, RandomInputSpec& spec) {
+  GRIST_CHECK(o.batch >= 1, "--batch {}: must be at least 1", o.batch);
   spec.default_dim = o.batch;
   for (const auto& d : o.dims) {
     auto eq = d.find('=');

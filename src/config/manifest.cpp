@@ -1,4 +1,5 @@
 #include "config/manifest.h"
+#include "util/input_file.h"
 
 #include <filesystem>
 #include <cmath>
@@ -334,6 +335,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
 }  // namespace
 
 Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base) {
+  GRIST_TRY(check_input_file(path, kMaxTextBytes, "a manifest"));
   toml::table root;
   try {
     root = toml::parse_file(path);

@@ -1,4 +1,5 @@
 #include "onnx/import.h"
+#include "util/input_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -197,10 +198,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
 }
 
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
-  std::error_code ec;
-  GRIST_CHECK(!std::filesystem::is_directory(path, ec), "{}: is a folder, not an ONNX file", path);
-  GRIST_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec),
-              "{}: not a regular file (a pipe or device cannot be read as a model)", path);
+  GRIST_TRY(check_input_file(path, kMaxModelBytes, "an ONNX file"));
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   // One read of the known size: a stream copy of a model's weights cost more than parsing them.

@@ -1,4 +1,5 @@
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 #include <cstring>
 #include <fstream>
@@ -80,6 +81,7 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
 }
 
 Result<Tensor> read_tensor_pb(const std::string& path, std::string* name) {
+  GRIST_TRY(check_input_file(path, kMaxDataBytes, "an ONNX TensorProto"));
   std::ifstream f(path, std::ios::binary);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   std::stringstream buf;

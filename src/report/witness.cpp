@@ -8,6 +8,7 @@
 #include "onnx/import.h"
 #include "report/hunt_report.h"
 #include "report/run_report.h"
+#include "util/input_file.h"
 #include "util/sha256.h"
 
 namespace grist {
@@ -147,6 +148,7 @@ Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string
 Result<ReplayResult> replay_witness(const std::string& json_path) {
   nlohmann::json j;
   {
+    GRIST_TRY(check_input_file(json_path, kMaxTextBytes, "a witness sidecar"));
     std::ifstream f(json_path);
     GRIST_CHECK(f.good(), "{}: cannot open file", json_path);
     try {

@@ -1,4 +1,5 @@
 #include "util/ini.h"
+#include "util/input_file.h"
 
 #include <fstream>
 #include <sstream>
@@ -41,6 +42,7 @@ Result<IniFile> parse_ini(const std::string& text, const std::string& source) {
 }
 
 Result<IniFile> read_ini(const std::string& path) {
+  GRIST_TRY(check_input_file(path, kMaxTextBytes, "an experiments.conf"));
   std::ifstream f(path);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   std::stringstream buf;

@@ -110,7 +110,7 @@ expect "bench: a subject that does not trigger fails" 1 "toy +Log +0/1" -- "$GRI
 mkdir -p "$TMP/zoo/broken" && echo 'model = "gone.onnx"' >"$TMP/zoo/broken/manifest.toml"
 expect "bench: a subject whose model is missing is a failing row" 1 "broken .*gone.onnx is missing" -- "$GRIST" bench "$TMP/zoo" --only broken --runs 1 -q --out "$TMP/bench"
 expect "bench: --runs 0" 2 "--runs must be at least 1" -- "$GRIST" bench "$TMP/zoo" --runs 0
-expect "bench: --time-limit 0" 2 "--time-limit must be positive" -- "$GRIST" bench "$TMP/zoo" --time-limit 0
+expect "bench: --time-limit 0" 2 "--time-limit 0: expected a positive time such as 90s" -- "$GRIST" bench "$TMP/zoo" --time-limit 0
 expect "bench: --max-iterations -1" 2 "--max-iterations must not be negative" -- "$GRIST" bench "$TMP/zoo" --max-iterations -1
 expect "bench: --only names no subject" 2 "--only nope: no subject 'nope'" -- "$GRIST" bench "$TMP/zoo" --only toy,nope
 expect "bench: the zoo is not a folder" 2 "nozoo: not a folder" -- "$GRIST" bench "$TMP/nozoo"
