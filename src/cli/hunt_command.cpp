@@ -9,8 +9,11 @@
 
 #include "cli/commands.h"
 #include "cli/durations.h"
+#include "cli/hunt_progress.h"
+#include "cli/interrupt.h"
 #include "config/manifest.h"
 #include "onnx/import.h"
+#include "ops/registry.h"
 #include "report/hunt_report.h"
 #include "report/witness.h"
 #include "search/hunt.h"
@@ -143,67 +146,86 @@ void default_inputs(const Graph& g, Manifest& m) {
   }
 }
 
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-  ~ProgressLine() { clear(); }
-  void show(const Progress& p) {
-    if (!enabled_) return;
-    const double rate = p.elapsed_s > 0 ? static_cast<double>(p.iteration) / p.elapsed_s : 0;
-    std::fprintf(stderr, "\r\033[K[%d/%d] %s  iteration %lld  %.0f it/s  objective %.4g  %.0f s left", p.hazard_index,
-                 p.hazard_count, p.hazard.c_str(), static_cast<long long>(p.iteration), rate, p.objective,
-                 std::max(0.0, p.budget_s - p.elapsed_s));
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) std::fprintf(stderr, "\r\033[K");
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-};
-
 int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_start) {
   if (auto st = check_flags(f); !st) return fail(st.message());
   auto manifest = resolve_manifest(f);
   if (!manifest) return fail(manifest.message());
   auto graph = import_onnx_file(manifest->model);
   if (!graph) return fail(graph.message());
+  if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", manifest->model, st.message()));
   default_inputs(*graph, *manifest);
+  // Where witnesses go is checked now, not after the whole budget.
+  if (!f.no_witness)
+    if (auto st = prepare_witness_folder(f.out); !st) return fail(st.message());
 
   HuntOptions o;
   o.manifest = *manifest;
-  o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
+  o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : graph->fixed_batch_size().value_or(1);
   o.all = f.all;
   o.use_scan = !f.no_scan;
   o.process_start = process_start;
-  ProgressLine line(!f.quiet && !f.json && isatty(fileno(stderr)));
-  o.on_progress = [&line](const Progress& p) { line.show(p); };
-  auto report = hunt(*graph, o);
-  line.clear();
-  if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
+  const HuntProgress::Mode mode = f.quiet ? HuntProgress::Mode::Off
+                                  : isatty(fileno(stderr)) && !f.json ? HuntProgress::Mode::Terminal
+                                                                      : HuntProgress::Mode::Log;
+  HuntProgress progress(mode);
+  o.on_progress = [&progress](const Progress& p) { progress.progress(p); };
 
+  // Every outcome is final when it arrives: its witness is written and its block printed then, so an
+  // interruption (Ctrl-C, SIGTERM) or a crash later loses nothing already found.
   HuntContext ctx;
   ctx.model = manifest->model;
   ctx.loss = manifest->loss;
+  std::string witness_error;
   int triggered = 0;
-  for (size_t i = 0; i < report->outcomes.size(); ++i) {
-    const HazardOutcome& out = report->outcomes[i];
-    if (!out.triggered) continue;
-    ++triggered;
-    if (f.no_witness) continue;
-    auto files = write_witness(f.out, manifest->model, *manifest, out);
-    if (!files) return fail(files.message());
-    ctx.witnesses[static_cast<int>(i)] = *files;
-  }
+  o.on_planned = [&](const HuntReport& r) {
+    progress.clear();
+    if (f.json) {
+      std::printf("%s\n", nlohmann::json{{"event", "hazards"}, {"model", ctx.model}, {"hazards", hazards_json(*graph, r)}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("%s", hazards_text(*graph, r, ctx).c_str());
+    }
+    std::fflush(stdout);
+  };
+  o.on_outcome = [&](const HuntReport& r, const HazardOutcome& out) {
+    progress.clear();
+    const WitnessFiles* files = nullptr;
+    const int index = static_cast<int>(r.outcomes.size()) - 1;
+    if (out.triggered) {
+      ++triggered;
+      if (!f.no_witness) {
+        auto written = write_witness(f.out, manifest->model, *manifest, out);
+        if (written) {
+          files = &(ctx.witnesses[index] = *written);
+        } else if (witness_error.empty()) {
+          witness_error = written.message();
+        }
+      }
+    }
+    if (f.json) {
+      nlohmann::json line = outcome_json(*graph, r, out, ctx, files);
+      line["event"] = "outcome";
+      std::printf("%s\n", line.dump().c_str());
+    } else {
+      std::printf("%s", outcome_text(*graph, r, out, ctx, files).c_str());
+    }
+    std::fflush(stdout);
+    progress.finding(out);
+  };
+  InterruptGuard interrupt;
+  o.stop_requested = [&witness_error] { return InterruptGuard::requested() || !witness_error.empty(); };
+  auto report = hunt(*graph, o);
+  progress.clear();
+  if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
   if (f.json) {
-    std::printf("%s\n", to_json(*graph, *report, ctx).dump(2).c_str());
+    nlohmann::json line = summary_json(*report);
+    line["event"] = "summary";
+    std::printf("%s\n", line.dump().c_str());
   } else {
-    std::printf("%s", to_text(*graph, *report, ctx).c_str());
+    std::printf("%s", summary_text(*report).c_str());
   }
+  if (!witness_error.empty()) return fail(witness_error);
   return triggered > 0 ? kExitNonFinite : kExitClean;
 }
 

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "config/manifest.h"
 #include "onnx/import.h"
+#include "ops/registry.h"
 #include "report/scan_report.h"
 
 namespace grist::cli {
@@ -70,6 +71,7 @@ int run_scan(const ScanFlags& f) {
   if (model.empty()) return fail("scan needs MODEL.onnx or --manifest");
   auto graph = import_onnx_file(model);
   if (!graph) return fail(graph.message());
+  if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", model, st.message()));
   ScanOptions o;
   o.manifest = manifest ? &*manifest : nullptr;
   o.batch = f.batch;

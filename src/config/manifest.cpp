@@ -1,5 +1,4 @@
 #include "config/manifest.h"
-#include "util/input_file.h"
 
 #include <filesystem>
 #include <cmath>
@@ -7,6 +6,8 @@
 #include <set>
 
 #include <toml++/toml.h>
+
+#include "util/input_file.h"
 
 namespace grist {
 

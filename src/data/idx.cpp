@@ -1,5 +1,4 @@
 #include "data/idx.h"
-#include "util/input_file.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,6 +12,7 @@
 #include "data/byte_order.h"
 #include "data/byte_stream.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 

@@ -1,5 +1,4 @@
 #include "data/npy.h"
-#include "util/input_file.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "data/file_write.h"
 #include "data/npy_header.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 

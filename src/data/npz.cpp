@@ -1,5 +1,4 @@
 #include "data/npz.h"
-#include "util/input_file.h"
 
 #include <memory>
 #include <set>
@@ -9,6 +8,7 @@
 #include "data/byte_stream.h"
 #include "data/file_write.h"
 #include "data/npy.h"
+#include "util/input_file.h"
 
 namespace grist {
 

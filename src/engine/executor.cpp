@@ -39,26 +39,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.rng_.reseed(options.seed);
   const auto& reg = OpRegistry::global();
 
-  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
-  for (const Node& n : graph.nodes) {
-    const OpDef* def = reg.find(n.op_type, n.domain);
-    if (!def) unsupported[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type].push_back(n.name);
-    ex.ops_.push_back(def);
-  }
-  if (!unsupported.empty()) {
-    std::string msg = "unsupported op";
-    msg += unsupported.size() > 1 ? "s: " : ": ";
-    bool first = true;
-    for (const auto& [op, names] : unsupported) {
-      if (!first) msg += "; ";
-      first = false;
-      msg += op + " (";
-      for (size_t i = 0; i < names.size() && i < 5; ++i) msg += (i ? ", " : "") + names[i];
-      if (names.size() > 5) msg += fmt::format(", and {} more", names.size() - 5);
-      msg += ")";
-    }
-    return Error{msg};
-  }
+  GRIST_TRY(check_ops_supported(graph));
+  for (const Node& n : graph.nodes) ex.ops_.push_back(reg.find(n.op_type, n.domain));
 
   const size_t nv = graph.values.size();
   ex.values_.resize(nv);

@@ -1,5 +1,4 @@
 #include "onnx/import.h"
-#include "util/input_file.h"
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 
 #include "onnx/attribute_checks.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 
@@ -171,6 +171,18 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
   onnx::ModelProto model;
   GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
   GRIST_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf data is malformed or truncated)", source);
+  // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& op : model.opset_import()) {
+    const std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    auto range = known.find(domain);
+    if (range != known.end())
+      GRIST_CHECK(op.version() <= range->second.second,
+                  "{}: opset {} of the {} domain is newer than the newest grist knows ({}); export with "
+                  "opset_version {} or lower",
+                  source, op.version(), domain.empty() ? "default (ai.onnx)" : "'" + domain + "'",
+                  range->second.second, range->second.second);
+  }
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
               source);

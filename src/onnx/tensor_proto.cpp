@@ -1,11 +1,12 @@
 #include "onnx/tensor_proto.h"
-#include "util/input_file.h"
 
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
+
+#include "util/input_file.h"
 
 namespace grist {
 

@@ -1,8 +1,11 @@
 #include "report/witness.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
+#include "data/file_write.h"
 #include "data/npz.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
@@ -60,49 +63,14 @@ void add_optimizer_state(NamedTensors& arrays, const std::vector<std::string>& p
       if ((*tensors)[k].defined()) arrays.emplace_back(fmt::format("optimizer.{}:{}", slot, params[k]), (*tensors)[k]);
 }
 
-// Creates `path` exclusively so two hunts never write over each other.
-bool claim(const fs::path& path) {
-  std::FILE* f = std::fopen(path.c_str(), "wx");
-  if (!f) return false;
-  std::fclose(f);
-  return true;
-}
-
-}  // namespace
-
-Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string& model_path,
-                                   const Manifest& manifest, const HazardOutcome& o) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  GRIST_CHECK(!ec, "{}: cannot create the witness folder: {}", out_dir, ec.message());
-  const std::string stem = fs::path(model_path).stem().string();
-  fs::path json_path, npz_path;
-  for (int n = 1;; ++n) {
-    std::string base = fmt::format("witness-{}-h{}{}", stem, o.site.id, n > 1 ? fmt::format("-{}", n) : "");
-    json_path = fs::path(out_dir) / (base + ".json");
-    npz_path = fs::path(out_dir) / (base + ".npz");
-    if (!fs::exists(npz_path) && claim(json_path)) break;
-    GRIST_CHECK(n < 10000, "{}: no free witness name", out_dir);
-  }
-  NamedTensors arrays;
-  for (const auto& [name, t] : o.witness.inputs) arrays.emplace_back("input:" + name, t);
-  for (const auto& [name, t] : o.witness.weights) arrays.emplace_back("weight:" + name, t);
-  for (size_t k = 0; k < o.witness.training.size(); ++k)
-    for (const auto& [name, t] : o.witness.training[k].batch) arrays.emplace_back(fmt::format("step.{}:{}", k, name), t);
-  if (o.witness.optimizer) add_optimizer_state(arrays, o.witness.trained, *o.witness.optimizer);
-  auto st = write_npz(npz_path.string(), arrays);
-  if (!st) {
-    fs::remove(json_path, ec);
-    return st.error();
-  }
-  auto hash = sha256_file(model_path);
-  if (!hash) return hash.error();
-
+// The sidecar: how to reproduce the finding, and what it is.
+nlohmann::json witness_json(const HazardOutcome& o, const Manifest& manifest, const std::string& model_path,
+                            const std::string& hash, const fs::path& npz_path, const fs::path& json_path) {
   const SearchConfig& c = manifest.search;
   nlohmann::json j;
   j["grist_witness"] = 1;
   j["model"] = fs::absolute(model_path).string();
-  j["model_sha256"] = *hash;
+  j["model_sha256"] = hash;
   j["npz"] = npz_path.filename().string();
   j["hazard"] = {{"id", o.site.id}, {"node", o.site.node_name}, {"op", o.site.op_type},
                  {"condition", o.site.condition}, {"objective", std::string(objective_name(o.site.objective))}};
@@ -139,10 +107,58 @@ Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string
     j["weight_moves"] = moves;
   }
   j["replay"] = fmt::format("grist replay {}", json_path.string());
-  std::ofstream f(json_path);
-  f << j.dump(2) << "\n";
-  GRIST_CHECK(f.good(), "{}: cannot write", json_path.string());
-  return WitnessFiles{npz_path.string(), json_path.string()};
+  return j;
+}
+
+}  // namespace
+
+Status prepare_witness_folder(const std::string& out_dir) {
+  std::error_code ec;
+  if (fs::exists(out_dir, ec)) {
+    GRIST_CHECK(fs::is_directory(out_dir, ec), "{}: exists and is not a folder; witnesses need a folder (--out)",
+                out_dir);
+  } else {
+    fs::create_directories(out_dir, ec);
+    GRIST_CHECK(!ec, "{}: cannot create the witness folder: {}", out_dir, ec.message());
+  }
+  // Writable? A probe file, created and removed: access(2) says yes to root on a read-only mount.
+  const std::string probe = (fs::path(out_dir) / fmt::format(".grist-probe-{}", ::getpid())).string();
+  auto st = write_new_file(probe, "");
+  GRIST_CHECK(st, "{}: cannot write witnesses there: {}", out_dir, st.message());
+  fs::remove(probe, ec);
+  return Status::ok();
+}
+
+Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string& model_path,
+                                   const Manifest& manifest, const HazardOutcome& o) {
+  GRIST_TRY(prepare_witness_folder(out_dir));
+  NamedTensors arrays;
+  for (const auto& [name, t] : o.witness.inputs) arrays.emplace_back("input:" + name, t);
+  for (const auto& [name, t] : o.witness.weights) arrays.emplace_back("weight:" + name, t);
+  for (size_t k = 0; k < o.witness.training.size(); ++k)
+    for (const auto& [name, t] : o.witness.training[k].batch) arrays.emplace_back(fmt::format("step.{}:{}", k, name), t);
+  if (o.witness.optimizer) add_optimizer_state(arrays, o.witness.trained, *o.witness.optimizer);
+  auto hash = sha256_file(model_path);
+  if (!hash) return hash.error();
+  const std::string stem = fs::path(model_path).stem().string();
+  // The first free name; each file appears whole (written beside and linked into place) and never replaces
+  // one: a second hunt writing into the same folder takes the next name.
+  for (int n = 1; n < 10000; ++n) {
+    const std::string base = fmt::format("witness-{}-h{}{}", stem, o.site.id, n > 1 ? fmt::format("-{}", n) : "");
+    const fs::path json_path = fs::path(out_dir) / (base + ".json"), npz_path = fs::path(out_dir) / (base + ".npz");
+    std::error_code ec;
+    if (fs::exists(json_path, ec) || fs::exists(npz_path, ec)) continue;
+    if (!write_npz(npz_path.string(), arrays)) {
+      if (fs::exists(npz_path, ec)) continue;  // taken meanwhile
+      return write_npz(npz_path.string(), arrays).error();
+    }
+    const std::string json = witness_json(o, manifest, model_path, *hash, npz_path, json_path).dump(2) + "\n";
+    auto st = write_new_file(json_path.string(), json);
+    if (st) return WitnessFiles{npz_path.string(), json_path.string()};
+    fs::remove(npz_path, ec);
+    if (!fs::exists(json_path, ec)) return st.error();
+  }
+  return make_error("{}: no free witness name", out_dir);
 }
 
 Result<ReplayResult> replay_witness(const std::string& json_path) {

@@ -678,13 +678,19 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     }
     // Exact steps either reach zero within a few iterations or face an objective that is not locally
     // linear in any one weight (a sum of many |w|): the time is better left to the hazards after this one.
+    if (o_.stop_requested && o_.stop_requested()) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = "interrupted";
+      break;
+    }
     if (newton_ && it - newton_best_at_ > kNewtonPatience) {
       out.iterations = it - 1;
       out.seconds = elapsed;
       out.stopped = fmt::format("the exact weight steps stopped reducing the objective (best {:.6g})", newton_best_);
       break;
     }
-    if (o_.on_progress && seconds_between(last_progress, Clock::now()) >= 0.1) {
+    if (o_.on_progress && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
       last_progress = Clock::now();
       o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_});
     }
@@ -938,10 +944,21 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
+  if (o.on_planned) o.on_planned(report);
+  if (o.on_outcome)
+    for (const HazardOutcome& skipped : report.outcomes) o.on_outcome(report, skipped);
   // The time limit is shared by weight: each hazard gets its share of what is left when its turn comes, so
   // time a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;
   for (size_t i = 0; i < plan.size(); ++i) {
+    if (report.interrupted) {
+      HazardOutcome left;
+      left.site = *plan[i].site;
+      left.skipped = "not hunted: the hunt was interrupted";
+      report.outcomes.push_back(std::move(left));
+      if (o.on_outcome) o.on_outcome(report, report.outcomes.back());
+      continue;
+    }
     const double left = total_s - seconds_between(start, Clock::now());
     double shares_left = 0;
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
@@ -950,7 +967,9 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
     auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;
+    report.interrupted = outcome->stopped == "interrupted";
     report.outcomes.push_back(std::move(outcome).value());
+    if (o.on_outcome) o.on_outcome(report, report.outcomes.back());
     if (fired && !o.all) break;
   }
   report.seconds = seconds_between(start, Clock::now());

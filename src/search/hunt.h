@@ -48,12 +48,22 @@ struct Progress {
   double objective = 0;   // the last objective value
 };
 
+struct HuntReport;
+struct HazardOutcome;
+
 struct HuntOptions {
   Manifest manifest;       // inputs, training, search settings
   int64_t batch_size = 1;
   bool all = false;        // go on after the first trigger
   bool use_scan = true;    // skip hazards the interval scan proves safe; hunt may-fail ones first
   std::function<void(const Progress&)> on_progress;  // called about every 0.1 s
+  // Called once the hazards are found and planned, before the first search (report.hazards is set).
+  std::function<void(const HuntReport& report)> on_planned;
+  // Called the moment each outcome is final — a trigger, a search that ended, a hazard skipped — so that a
+  // caller saves the witness and prints the finding then: an interruption later loses nothing.
+  std::function<void(const HuntReport& report, const HazardOutcome& outcome)> on_outcome;
+  // Polled every iteration: true ends the search cleanly; the hazards not hunted yet are listed as such.
+  std::function<bool()> stop_requested;
   std::chrono::steady_clock::time_point process_start = std::chrono::steady_clock::now();
 };
 
@@ -121,6 +131,7 @@ struct HazardOutcome {
 struct HuntReport {
   std::vector<HazardSite> hazards;
   std::vector<HazardOutcome> outcomes;
+  bool interrupted = false;  // stop_requested ended it
   double seconds = 0;       // in all, the scan included
   double scan_seconds = 0;  // of which the interval scan that ordered the hazards
 };

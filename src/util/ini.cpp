@@ -1,8 +1,9 @@
 #include "util/ini.h"
-#include "util/input_file.h"
 
 #include <fstream>
 #include <sstream>
+
+#include "util/input_file.h"
 
 namespace grist {
 

@@ -58,5 +58,61 @@ expect "a folder as the witness" 2 "is a folder, not a witness sidecar" -- "$GRI
 expect "run --json > /dev/full" 2 "cannot write the output: No space left on device" -- bash -c "'$GRIST' run '$M/mlp.onnx' --json > /dev/full"
 expect "scan > /dev/full" 2 "cannot write the output" -- bash -c "'$GRIST' scan '$M/mlp.onnx' > /dev/full"
 
+# --- Models: what is unsupported or unknown is refused, every name listed; the model's own batch is taken ---
+for cmd in run hunt scan; do
+  expect "$cmd lists every unsupported op and node" 2 "unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" $cmd "$M/unsupported_ops.onnx"
+done
+expect "an opset newer than grist knows" 2 "opset 99 of the default \(ai.onnx\) domain is newer than the newest grist knows \([0-9]+\)" -- "$GRIST" run "$M/future_opset.onnx"
+expect "hunt takes the model's fixed batch of 3" 1 "producer: Log 'log' -> 'l' \[3, 4\]" -- "$GRIST" hunt "$M/fixed_batch.onnx" -q --no-witness --max-iterations 5
+expect "scan takes a manifest where the model goes" 1 "grist scan .*logreg_toy.onnx: 2 hazards" -- "$GRIST" scan "$M/logreg_toy.toml"
+
+# --- Where witnesses go is checked before the search ---
+touch "$TMP/a_file"
+expect "--out is a file" 2 "a_file: exists and is not a folder" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/a_file"
+expect "--out under a file" 2 "cannot create the witness folder" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/a_file/w"
+if [ "$(id -u)" != 0 ]; then
+  mkdir -p "$TMP/ro" && chmod 555 "$TMP/ro"
+  expect "--out not writable" 2 "ro: cannot write witnesses there" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/ro"
+fi
+
+# --- Findings are never lost: printed and saved the moment they happen; Ctrl-C and SIGTERM end cleanly ---
+# vae_head with --all: its Exp triggers within milliseconds, then its Div is searched for the rest of 10 minutes.
+for sig in INT TERM; do
+  rm -rf "$TMP/w_$sig"
+  "$GRIST" hunt "$M/vae_head.onnx" --all --time-limit 10m -q --out "$TMP/w_$sig" >"$TMP/out_$sig" 2>"$TMP/err_$sig" &
+  pid=$!
+  for _ in $(seq 1 200); do [ -n "$(ls "$TMP/w_$sig"/*.json 2>/dev/null)" ] && break; sleep 0.05; done
+  sleep 0.3
+  kill -$sig $pid
+  waited=0
+  while kill -0 $pid 2>/dev/null && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
+  if kill -0 $pid 2>/dev/null; then
+    kill -9 $pid; fail_with "SIG$sig: the hunt did not end within 10 s"
+    continue
+  fi
+  wait $pid
+  rc=$?
+  [ $rc -eq 1 ] && pass || fail_with "SIG$sig: exit $rc, want 1 (a hazard triggered before the signal)"
+  grep -q "TRIGGERED (input-reached)" "$TMP/out_$sig" && pass || fail_with "SIG$sig: the finding was not printed"
+  grep -q "not triggered: .*; interrupted" "$TMP/out_$sig" && pass || fail_with "SIG$sig: the interrupted search is not reported"
+  grep -q "^interrupted: the search stopped early" "$TMP/out_$sig" && pass || fail_with "SIG$sig: no summary saying so"
+  json=$(ls "$TMP/w_$sig"/*.json 2>/dev/null | head -1)
+  expect "SIG$sig: the witness saved before the signal replays" 1 "^reproduced: Exp" -- "$GRIST" replay "$json"
+  [ -z "$(ls -A "$TMP/w_$sig" | grep -v '^witness-vae_head-h2\.\(json\|npz\)$')" ] && pass \
+    || fail_with "SIG$sig: files left beside the witness: $(ls -A "$TMP/w_$sig")"
+done
+# JSON Lines as the hunt goes: the hazards, each outcome, the summary; every line parses on its own.
+expect "--json writes one JSON object per line" 1 "" -- bash -c "'$GRIST' hunt '$M/logreg_toy.toml' --json -q --no-witness > '$TMP/lines'"
+[ "$(wc -l <"$TMP/lines")" -eq 3 ] && pass || fail_with "--json: $(wc -l <"$TMP/lines") lines, want 3"
+/usr/bin/python3 -c "
+import json, sys
+events = [json.loads(l)['event'] for l in open('$TMP/lines')]
+sys.exit(0 if events == ['hazards', 'outcome', 'summary'] else 1)" && pass || fail_with "--json: the lines are not hazards, outcome, summary"
+# Progress in a log (stderr not a terminal): a line per hazard started and per finding.
+"$GRIST" hunt "$M/logreg_toy.toml" --all --no-witness >/dev/null 2>"$TMP/progress"
+grep -q "^grist hunt: \[1/2\] hunting #1 Log '/Log'" "$TMP/progress" && pass || fail_with "no line for the hazard started: $(head -3 "$TMP/progress")"
+grep -q "^grist hunt: #1 Log '/Log' (Log input <= 0) TRIGGERED (input-reached) at iteration 235" "$TMP/progress" && pass \
+  || fail_with "no line for the finding: $(head -5 "$TMP/progress")"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -214,6 +214,26 @@ def export_bad_models():
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "huge_initializer.onnx"))
 
 
+def export_reliability_models():
+    """Models of the command-line reliability tests (built with onnx.helper, no PyTorch)."""
+    import onnx
+    from onnx import helper, TensorProto
+    # A fixed batch dimension of 3: hunt and run take it without --batch.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    nodes = [helper.make_node("Log", ["x"], ["l"], name="log"),
+             helper.make_node("ReduceSum", ["l"], ["y"], name="sum", keepdims=0)]
+    m = helper.make_model(helper.make_graph(nodes, "fixed_batch", [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, os.path.join(HERE, "fixed_batch.onnx"))
+    # An opset from the future: refused with the numbers, not run as if it were known.
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [2])
+    m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["a"], ["r"])], "future",
+                                            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])], [r]),
+                          opset_imports=[helper.make_opsetid("", 99)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(HERE, "future_opset.onnx"))
+
+
 def main():
     import sys
     only = sys.argv[1:]  # model names: export only these (the others' files stay as committed)
@@ -221,7 +241,10 @@ def main():
         torch.manual_seed(4)
         if "cross_entropy" in only:
             export_cross_entropy()
+        if "reliability" in only:
+            export_reliability_models()
         return
+    export_reliability_models()
     export_bad_models()
     export_hunt_models()
     torch.manual_seed(0)
