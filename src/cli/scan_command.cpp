@@ -11,6 +11,7 @@
 #include "analysis/scan.h"
 #include "cli/commands.h"
 #include "config/manifest.h"
+#include "data/file_write.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
 #include "report/scan_report.h"
@@ -23,6 +24,7 @@ struct ScanFlags {
   std::string model;
   std::string manifest;
   std::string sarif;
+  bool force = false;
   bool json = false;
   bool ranum_weights = false;
   int64_t batch = 0;
@@ -52,8 +54,8 @@ Result<std::pair<std::string, Interval>> parse_assumption(const std::string& tex
 
 int run_scan(const ScanFlags& f) {
   // Files written for the user never replace an existing one: refused before any work.
-  if (!f.sarif.empty() && std::filesystem::exists(f.sarif))
-    return fail(fmt::format("{}: exists already; not overwriting it", f.sarif));
+  if (!f.sarif.empty() && !f.force && std::filesystem::exists(f.sarif))
+    return fail(fmt::format("{}: exists already; not overwriting it (--force replaces it)", f.sarif));
   std::optional<Manifest> manifest;
   std::string model = f.model;
   std::string manifest_path = f.manifest;
@@ -84,10 +86,10 @@ int run_scan(const ScanFlags& f) {
   auto report = scan(*graph, o);
   if (!report) return fail(fmt::format("{}: {}", model, report.message()));
   if (!f.sarif.empty()) {
-    std::ofstream out(f.sarif);
-    if (!out) return fail(fmt::format("{}: cannot write", f.sarif));
-    out << to_sarif(*report, model).dump(2) << "\n";
-    if (!out) return fail(fmt::format("{}: write failed", f.sarif));
+    // Written whole beside and moved into place: a reader never sees half a report.
+    const std::string text = to_sarif(*report, model).dump(2) + "\n";
+    if (f.force) std::filesystem::remove(f.sarif);
+    if (auto st = write_new_file(f.sarif, text); !st) return fail(st.message());
   }
   const std::string text = f.json ? to_json(*report, model).dump(2) + "\n" : to_text(*report, model);
   std::fputs(text.c_str(), stdout);
@@ -104,6 +106,7 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_option("--manifest", flags->manifest, "input ranges, trained weights and batch size (TOML)");
   cmd->add_flag("--json", flags->json, "print JSON instead of text");
   cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE (a new file: never overwritten)");
+  cmd->add_flag("--force", flags->force, "let --sarif replace an existing file");
   cmd->add_option("--batch", flags->batch, "size of symbolic dimensions (default: the manifest's, else 1)");
   cmd->add_option("--assume", flags->assume,
                   "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "

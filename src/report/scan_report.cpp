@@ -97,6 +97,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
                      {"node", v.site.node_name},
                      {"op_type", v.site.op_type},
                      {"failure", failure_name(v.site.failure)},
+                     {"failure_id", failure_id(v.site.failure)},
                      {"condition", v.site.condition},
                      {"verdict", verdict_name(v.verdict)},
                      {"scope", scope_name(v.scope)},
@@ -129,26 +130,38 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
 }
 
 nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
-  // One rule per Failure kind that has a may-fail result, results pointing at the node as a logical location.
+  // One rule per failure kind that has a may-fail result (a stable id without spaces and a readable name);
+  // each result points at the model file, with the node's 1-based position in the graph's execution order as
+  // its line (said in the rule's help), and at the node as a logical location.
   nlohmann::json rules = nlohmann::json::array();
   std::vector<std::string> rule_ids;
   nlohmann::json results = nlohmann::json::array();
   for (const HazardVerdict& v : r.verdicts) {
     if (v.verdict != Verdict::MayFail) continue;
-    const std::string id(failure_name(v.site.failure));
+    const std::string id = fmt::format("grist/{}", failure_id(v.site.failure));
     if (std::find(rule_ids.begin(), rule_ids.end(), id) == rule_ids.end()) {
       rule_ids.push_back(id);
-      rules.push_back({{"id", id},
-                       {"name", id},
-                       {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
-                       {"help", {{"text", v.site.fix_hint}}}});
+      rules.push_back(
+          {{"id", id},
+           {"name", std::string(failure_name(v.site.failure))},
+           {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
+           {"fullDescription",
+            {{"text", fmt::format("The interval analysis cannot exclude {} at this node for the assumed input and "
+                                  "weight ranges.", failure_name(v.site.failure))}}},
+           {"help",
+            {{"text", fmt::format("{} The location's line is the node's 1-based position in the model graph's "
+                                  "execution order (an ONNX file has no source lines); its logical location names "
+                                  "the node.",
+                                  v.site.fix_hint)}}},
+           {"defaultConfiguration", {{"level", "warning"}}}});
     }
     const std::string scope = scope_text(v);
     const std::string text = fmt::format("{}: operand {} meets {}{}. Fix: {}", v.site.label(),
                                          interval_text(v.operand, v.operand_may_be_nan), v.danger,
                                          scope.empty() ? "" : " (" + scope + ")", v.site.fix_hint);
     nlohmann::json location{
-        {"physicalLocation", {{"artifactLocation", {{"uri", model}}}}},
+        {"physicalLocation",
+         {{"artifactLocation", {{"uri", model}}}, {"region", {{"startLine", v.site.node + 1}}}}},
         {"logicalLocations",
          nlohmann::json::array({{{"name", v.site.node_name},
                                  {"fullyQualifiedName", fmt::format("{}/{}", model, v.site.node_name)},
@@ -159,10 +172,8 @@ nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
                        {"message", {{"text", text}}},
                        {"locations", nlohmann::json::array({location})}});
   }
-  nlohmann::json run{{"tool", {{"driver", {{"name", "grist"},
-                                           {"version", "0.1.0"},
-                                           {"informationUri", "https://github.com/grist/grist"},
-                                           {"rules", rules}}}}},
+  nlohmann::json run{{"tool", {{"driver", {{"name", "grist"}, {"version", "0.1.0"}, {"rules", rules}}}}},
+                     {"artifacts", nlohmann::json::array({{{"location", {{"uri", model}}}}})},
                      {"results", results}};
   return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
           {"version", "2.1.0"},

@@ -239,7 +239,7 @@ TEST(CliJson, ScanJsonAndSarifDescribeTheSameHazards) {
   for (size_t i = 0; i < results.size(); ++i) {
     const json& res = results[i];
     const json& h = *may_fail[i];
-    EXPECT_EQ(res.at("ruleId"), h.at("failure"));
+    EXPECT_EQ(res.at("ruleId"), "grist/" + h.at("failure_id").get<std::string>());
     const size_t index = res.at("ruleIndex");
     ASSERT_LT(index, rules.size());
     EXPECT_EQ(rules[index].at("id"), res.at("ruleId"));

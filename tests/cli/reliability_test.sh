@@ -66,6 +66,13 @@ expect "an opset newer than grist knows" 2 "opset 99 of the default \(ai.onnx\) 
 expect "hunt takes the model's fixed batch of 3" 1 "producer: Log 'log' -> 'l' \[3, 4\]" -- "$GRIST" hunt "$M/fixed_batch.onnx" -q --no-witness --max-iterations 5
 expect "scan takes a manifest where the model goes" 1 "grist scan .*logreg_toy.onnx: 2 hazards" -- "$GRIST" scan "$M/logreg_toy.toml"
 
+# --- Nothing of the user's is replaced unless --force says so ---
+echo "mine" >"$TMP/report.sarif"
+expect "scan --sarif keeps an existing file" 2 "report.sarif: exists already; not overwriting it \(--force replaces it\)" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/report.sarif"
+grep -qx mine "$TMP/report.sarif" && pass || fail_with "scan --sarif changed an existing file"
+expect "scan --sarif --force replaces it" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/report.sarif" --force
+grep -q '"version": "2.1.0"' "$TMP/report.sarif" && pass || fail_with "--force did not write the report"
+
 # --- Where witnesses go is checked before the search ---
 touch "$TMP/a_file"
 expect "--out is a file" 2 "a_file: exists and is not a folder" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/a_file"
