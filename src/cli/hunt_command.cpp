@@ -14,6 +14,8 @@
 #include "config/manifest.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
+#include "data/file_write.h"
+#include "report/dot.h"
 #include "report/hunt_report.h"
 #include "report/witness.h"
 #include "search/hunt.h"
@@ -47,6 +49,7 @@ struct HuntFlags {
   std::string reach;
   bool json = false;
   bool quiet = false;
+  std::string dot;
   // The options whose values need checking once they were given at all.
   CLI::Option *max_iterations_opt = nullptr, *change_opt = nullptr, *seed_opt = nullptr, *batch_opt = nullptr;
 };
@@ -226,6 +229,16 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
     std::printf("%s", summary_text(*report).c_str());
   }
   if (!witness_error.empty()) return fail(witness_error);
+  if (!f.dot.empty()) {
+    std::vector<DotMark> marks;
+    for (const HazardOutcome& out : report->outcomes)
+      if (out.triggered && out.event.node >= 0)
+        marks.push_back({out.event.node, fmt::format("{}{}\n({})", out.event.in_backward ? "gradient: " : "",
+                                                      violated_condition(*report, out),
+                                                      finding_class_name(out.finding_class))});
+    const ValueId loss = manifest->loss.empty() ? kNoValue : graph->find_value(manifest->loss);
+    if (auto st = write_new_file(f.dot, to_dot(*graph, marks, loss)); !st) return fail(st.message());
+  }
   return triggered > 0 ? kExitNonFinite : kExitClean;
 }
 
@@ -297,6 +310,8 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "hunt every hazard in execution order, without the interval scan that skips proved-safe ones");
   cmd->add_flag("--json", f->json, "print the report as JSON");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress line");
+  cmd->add_option("--dot", f->dot,
+                  "write the subgraph from the inputs to each producer and on to the loss as Graphviz (a new file)");
   cmd->callback([f, &action] { action = [f] { return hunt_main(*f, process_start); }; });
 }
 

@@ -14,6 +14,7 @@
 #include "data/file_write.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
+#include "report/dot.h"
 #include "report/scan_report.h"
 
 namespace grist::cli {
@@ -25,6 +26,7 @@ struct ScanFlags {
   std::string manifest;
   std::string sarif;
   bool force = false;
+  std::string dot;
   bool json = false;
   bool ranum_weights = false;
   int64_t batch = 0;
@@ -91,6 +93,15 @@ int run_scan(const ScanFlags& f) {
     if (f.force) std::filesystem::remove(f.sarif);
     if (auto st = write_new_file(f.sarif, text); !st) return fail(st.message());
   }
+  if (!f.dot.empty()) {
+    std::vector<DotMark> marks;
+    for (const HazardVerdict& v : report->verdicts)
+      if (v.verdict == Verdict::MayFail)
+        marks.push_back({v.site.node, fmt::format("may fail: {} [{:.4g}, {:.4g}] meets {}", v.site.condition,
+                                                  v.operand.lo, v.operand.hi, v.danger)});
+    const ValueId loss = manifest && !manifest->loss.empty() ? graph->find_value(manifest->loss) : kNoValue;
+    if (auto st = write_new_file(f.dot, to_dot(*graph, marks, loss)); !st) return fail(st.message());
+  }
   const std::string text = f.json ? to_json(*report, model).dump(2) + "\n" : to_text(*report, model);
   std::fputs(text.c_str(), stdout);
   return report->count(Verdict::MayFail) > 0 ? kExitNonFinite : kExitClean;
@@ -107,6 +118,7 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_flag("--json", flags->json, "print JSON instead of text");
   cmd->add_option("--sarif", flags->sarif, "also write SARIF 2.1.0 to FILE (a new file: never overwritten)");
   cmd->add_flag("--force", flags->force, "let --sarif replace an existing file");
+  cmd->add_option("--dot", flags->dot, "write the subgraph leading to each may-fail hazard as Graphviz (a new file)");
   cmd->add_option("--batch", flags->batch, "size of symbolic dimensions (default: the manifest's, else 1)");
   cmd->add_option("--assume", flags->assume,
                   "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "

@@ -121,5 +121,25 @@ grep -q "^grist hunt: \[1/2\] hunting #1 Log '/Log'" "$TMP/progress" && pass || 
 grep -q "^grist hunt: #1 Log '/Log' (Log input <= 0) TRIGGERED (input-reached) at iteration 235" "$TMP/progress" && pass \
   || fail_with "no line for the finding: $(head -5 "$TMP/progress")"
 
+# --- The witness loads in PyTorch exactly as the README says ---
+json=$(ls "$TMP/w_INT"/*.json | head -1)
+/usr/bin/python3 - "${json%.json}.npz" <<'PY' && pass || fail_with "the README's PyTorch command does not load the witness"
+import sys, numpy, torch
+with open(sys.argv[1], "rb") as f:
+    tensors = {k: torch.from_numpy(v) for k, v in numpy.load(f).items()}
+assert tensors and all(isinstance(t, torch.Tensor) for t in tensors.values()), tensors
+assert "input:x" in tensors and tensors["input:x"].dtype == torch.float32, list(tensors)
+PY
+
+# --- A picture for people who would rather look: --dot on hunt, run and scan ---
+expect "hunt --dot" 1 "" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --no-witness --dot "$TMP/hunt.dot"
+expect "run --dot" 1 "" -- "$GRIST" run "$M/fixed_batch.onnx" --range=-1,1 --dot "$TMP/run.dot"
+expect "scan --dot" 1 "" -- "$GRIST" scan "$M/vae_head.onnx" --dot "$TMP/scan.dot"
+for d in hunt run scan; do
+  head -1 "$TMP/$d.dot" | grep -qx "digraph grist {" && tail -1 "$TMP/$d.dot" | grep -qx "}" \
+    && grep -q "color=red" "$TMP/$d.dot" && pass || fail_with "$d --dot: not a marked Graphviz digraph"
+done
+expect "--dot never replaces a file" 2 "hunt.dot: already exists" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --no-witness --dot "$TMP/hunt.dot"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
