@@ -32,6 +32,22 @@ FlushDenormalsScope::~FlushDenormalsScope() {
 #endif
 }
 
+namespace {
+
+// "node 'big' (ConstantOfShape): a float32 tensor [1048576, 1048576] needs 4.0 TiB, more than this machine's 24 GiB"
+Error too_large(const Node& node, const TensorTooLarge& e) {
+  auto human = [](double b) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    int u = 0;
+    while (b >= 1024 && u < 6) b /= 1024, ++u;
+    return fmt::format("{:.1f} {}", b, units[u]);
+  };
+  return Error{fmt::format("node '{}' ({}): a {} tensor {} needs {}, more than this machine's memory ({})", node.name,
+                           node.op_type, dtype_name(e.dtype), e.shape.str(), human(e.bytes), human(e.limit))};
+}
+
+}  // namespace
+
 Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   Executor ex;
   ex.graph_ = &graph;
@@ -159,7 +175,12 @@ Status Executor::forward() {
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
     }
     ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
-    Status st = ops_[n]->forward(ctx);
+    Status st;
+    try {
+      st = ops_[n]->forward(ctx);
+    } catch (const TensorTooLarge& e) {
+      return too_large(node, e);
+    }
     if (!st) return st;
     for (ValueId out : node.outputs)
       if (out != kNoValue) is_set_[static_cast<size_t>(out)] = 1;
@@ -329,7 +350,12 @@ Status Executor::run_node_backward(size_t n) {
   }
   if (!any_in) return Status::ok();
   BackwardContext ctx{node, a.in, a.out_const, a.grad_out, a.grad_in, states_[n]};
-  Status st = op->backward(ctx);
+  Status st;
+  try {
+    st = op->backward(ctx);
+  } catch (const TensorTooLarge& e) {
+    return too_large(node, e);
+  }
   if (!st) return st;
 
   for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -240,7 +240,12 @@ Status run_kernel(const Node& node, const OpDef& def, std::span<const Tensor* co
   NodeState state;
   Rng rng(0);
   ForwardContext fc{node, inputs, out_ptrs, state, rng, false};  // dropout as identity: transfers add the rest
-  return def.forward(fc);
+  try {
+    return def.forward(fc);
+  } catch (const TensorTooLarge& e) {
+    return make_error("a {} tensor {} would need {:.3g} bytes, more than this machine's memory", dtype_name(e.dtype),
+                      e.shape.str(), e.bytes);
+  }
 }
 
 namespace {

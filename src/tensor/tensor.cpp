@@ -1,5 +1,7 @@
 #include "tensor/tensor.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <new>
 
@@ -69,7 +71,19 @@ uint64_t g_allocations = 0;  // single-threaded engine; a plain counter is enoug
 
 uint64_t Tensor::allocation_count() { return g_allocations; }
 
+double memory_limit_bytes() {
+  static const double limit = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0x1p40;
+  }();
+  return limit;
+}
+
 void Tensor::resize(DType dtype, const Shape& shape) {
+  // The size in double first: a product of huge dimensions must not wrap around before it is checked.
+  double bytes = static_cast<double>(dtype_size(dtype));
+  for (int d = 0; d < shape.rank(); ++d) bytes *= static_cast<double>(shape[d]);
+  if (bytes > memory_limit_bytes()) throw TensorTooLarge(dtype, shape, bytes, memory_limit_bytes());
   dtype_ = dtype;
   shape_ = shape;
   std::size_t need = nbytes();

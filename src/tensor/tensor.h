@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 
@@ -13,6 +14,21 @@
 #include "tensor/shape.h"
 
 namespace grist {
+
+// Thrown by Tensor::resize for a buffer larger than the machine's memory (Linux would promise it and kill the
+// process on first touch): a bad_alloc that remembers the request, so the executor can name the node.
+class TensorTooLarge : public std::bad_alloc {
+ public:
+  TensorTooLarge(DType dtype, const Shape& shape, double bytes, double limit)
+      : dtype(dtype), shape(shape), bytes(bytes), limit(limit) {}
+  const char* what() const noexcept override { return "tensor larger than the machine's memory"; }
+  DType dtype;
+  Shape shape;
+  double bytes, limit;
+};
+
+// What one tensor may take: the machine's physical memory.
+double memory_limit_bytes();
 
 class Tensor {
  public:

@@ -232,6 +232,16 @@ def export_reliability_models():
                           opset_imports=[helper.make_opsetid("", 99)])
     m.ir_version = 8
     onnx.save(m, os.path.join(HERE, "future_opset.onnx"))
+    # ConstantOfShape [2^20, 2^20]: 4 TiB of float32, named with its node and shape rather than "out of memory".
+    shape = helper.make_tensor("shape", TensorProto.INT64, [2], [1 << 20, 1 << 20])
+    nodes = [helper.make_node("Constant", [], ["s"], name="dims", value=shape),
+             helper.make_node("ConstantOfShape", ["s"], ["big"], name="big_zeros"),
+             helper.make_node("Add", ["a", "big"], ["r"], name="add")]
+    m = helper.make_model(helper.make_graph(nodes, "huge_constant",
+                                            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1])],
+                                            [helper.make_tensor_value_info("r", TensorProto.FLOAT, [1 << 20, 1 << 20])]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, os.path.join(HERE, "huge_constant.onnx"))
 
 
 def main():
