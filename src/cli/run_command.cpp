@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "config/manifest.h"
 #include "data/file_write.h"
 #include "data/load.h"
 #include "data/random_input.h"
@@ -83,7 +84,15 @@ Result<std::map<std::string, Tensor>> load_inputs(const RunOptions& o, const Gra
   return given;
 }
 
-int run(const RunOptions& o) {
+int run(const RunOptions& flags) {
+  RunOptions o = flags;
+  // A manifest in the model's place, as hunt and scan take it: its model, and its flush-to-zero setting.
+  if (o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".toml") == 0) {
+    auto m = read_manifest(o.model);
+    if (!m) return fail(m.message());
+    o.model = m->model;
+    o.ftz = o.ftz || m->ftz;
+  }
   auto graph = import_onnx_file(o.model);
   if (!graph) return fail(graph.message());
   const Graph& g = *graph;
@@ -173,7 +182,7 @@ void add_run_command(CLI::App& app, Action& action) {
       "run",
       "Evaluate a model once on given data (or random data in a range), print a summary of its outputs and\n"
       "name the first node that produced a NaN or Inf. Exit 1 when a non-finite value appears.");
-  cmd->add_option("model", o->model, "the ONNX model file")->required();
+  cmd->add_option("model", o->model, "the ONNX model file, or a manifest (.toml) naming it")->required();
   cmd->add_option("--input,-i", o->inputs,
                   "data for an input: NAME=FILE, or FILE alone for a file of named tensors (.npy, .npz, .pb, IDX)");
   cmd->add_option("--range", o->range, "range of random float inputs, LO,HI")->delimiter(',')->capture_default_str();

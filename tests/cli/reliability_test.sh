@@ -65,6 +65,7 @@ done
 expect "an opset newer than grist knows" 2 "opset 99 of the default \(ai.onnx\) domain is newer than the newest grist knows \([0-9]+\)" -- "$GRIST" run "$M/future_opset.onnx"
 expect "hunt takes the model's fixed batch of 3" 1 "producer: Log 'log' -> 'l' \[3, 4\]" -- "$GRIST" hunt "$M/fixed_batch.onnx" -q --no-witness --max-iterations 5
 expect "an allocation beyond the memory names the node and the shape" 2 "node 'big_zeros' \(ConstantOfShape\): a float32 tensor \[1048576, 1048576\] needs 4.0 TiB, more than this machine's memory" -- "$GRIST" run "$M/huge_constant.onnx"
+expect "run takes a manifest where the model goes" 0 "model .*logreg_toy.onnx" -- "$GRIST" run "$M/logreg_toy.toml"
 expect "scan takes a manifest where the model goes" 1 "grist scan .*logreg_toy.onnx: 2 hazards" -- "$GRIST" scan "$M/logreg_toy.toml"
 
 # --- Nothing of the user's is replaced unless --force says so ---
