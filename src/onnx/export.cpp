@@ -110,9 +110,10 @@ Result<onnx::ModelProto> build_model(const Graph& g, const ExportOptions& o) {
     for (ValueId out : n.outputs) np->add_output(out == kNoValue ? std::string() : g.value(out).name);
     for (const auto& [key, a] : n.attributes) GRIST_TRY(convert_attribute(key, a, n, *np->add_attribute()));
   }
-  // Outputs need a type in ONNX; one grist does not know (a value a rewrite created) comes from inference.
+  // Outputs need a type and a shape in ONNX; what grist does not know (a value a rewrite created) comes from
+  // inference.
   bool untyped = false;
-  for (ValueId id : g.outputs) untyped |= g.value(id).dtype == DType::Undefined;
+  for (ValueId id : g.outputs) untyped |= g.value(id).dtype == DType::Undefined || !g.value(id).shape;
   onnx::ModelProto inferred;
   if (untyped) {
     inferred = m;
@@ -123,14 +124,15 @@ Result<onnx::ModelProto> build_model(const Graph& g, const ExportOptions& o) {
   }
   for (ValueId id : g.outputs) {
     const Value& v = g.value(id);
-    if (v.dtype != DType::Undefined) {
+    if (v.dtype != DType::Undefined && v.shape) {
       set_type(v, *gp.add_output());
       continue;
     }
     const onnx::ValueInfoProto* found = nullptr;
     for (const auto& vi : inferred.graph().value_info())
       if (vi.name() == v.name) found = &vi;
-    GRIST_CHECK(found != nullptr, "graph output '{}' has no element type and ONNX cannot infer one", v.name);
+    GRIST_CHECK(found != nullptr && found->type().tensor_type().has_shape(),
+                "graph output '{}' has no element type or shape and ONNX cannot infer them", v.name);
     *gp.add_output() = *found;
   }
   return m;
