@@ -12,25 +12,25 @@
 namespace grist {
 
 enum class RepairKind {
-  LogSoftmax,            // log(softmax(x)) → LogSoftmax(x)
-  SoftmaxCrossEntropy,   // −Σ y·log(softmax(z)) → −Σ y·LogSoftmax(z) (the loss's log-sum-exp form)
-  LogSumExpForm,         // log(exp(x) / Σexp(x)) → x − ReduceLogSumExp(x)
-  LogSigmoid,            // log(sigmoid(x)) → −Softplus(−x)
-  LogOneMinusSigmoid,    // log(1 − sigmoid(x)) → −Softplus(x)
-  LogSumExp,             // log(Σexp(x)) → ReduceLogSumExp(x)
-  Softplus,              // log(1 + exp(x)) → Softplus(x)
-  StableSoftmax,         // exp(x) / Σexp(x) → Softmax(x), which subtracts the maximum first
-  SqrtOfExp,             // sqrt(exp(x)) → exp(x / 2)
-  NormGuard,             // x / ‖x‖ → x / max(‖x‖, ε)
-  DivisorGuard,          // a / d → a / (d kept at least ε away from 0, sign preserved)
-  LogClamp,              // log(x) → log(max(x, tiny))
-  SqrtClamp,             // sqrt(x) → sqrt(max(x, tiny))
-  ExpClamp,              // exp(x) → exp(min(x, limit))
-  PowBaseGuard,          // pow(x, e) → pow(x kept away from 0 (and from negatives for a fractional e), e)
-  PowBaseBound,          // pow(x, e) → pow(clip(x, −c, c), e) for a power that overflows
-  LogitsClamp,           // LogSoftmax(x) → LogSoftmax(clip(x, −c, c)) when the spread leaves the float range
-  LossWeights,           // a mean loss over zero total weight: no graph repair, the data must change
-  RangeDelta,            // Range with a zero step: no graph repair
+  LogSoftmax,           // log(softmax(x)) → LogSoftmax(x)
+  SoftmaxCrossEntropy,  // −Σ y·log(softmax(z)) → −Σ y·LogSoftmax(z) (the loss's log-sum-exp form)
+  LogSumExpForm,        // log(exp(x) / Σexp(x)) → x − ReduceLogSumExp(x)
+  LogSigmoid,           // log(sigmoid(x)) → −Softplus(−x)
+  LogOneMinusSigmoid,   // log(1 − sigmoid(x)) → −Softplus(x)
+  LogSumExp,            // log(Σexp(x)) → ReduceLogSumExp(x)
+  Softplus,             // log(1 + exp(x)) → Softplus(x)
+  StableSoftmax,        // exp(x) / Σexp(x) → Softmax(x), which subtracts the maximum first
+  SqrtOfExp,            // sqrt(exp(x)) → exp(x / 2)
+  NormGuard,            // x / ‖x‖ → x / max(‖x‖, ε)
+  DivisorGuard,         // a / d → a / (d kept at least ε away from 0, sign preserved)
+  LogClamp,             // log(x) → log(max(x, tiny))
+  SqrtClamp,            // sqrt(x) → sqrt(max(x, tiny))
+  ExpClamp,             // exp(x) → exp(min(x, limit))
+  PowBaseGuard,         // pow(x, e) → pow(x kept away from 0 (and from negatives for a fractional e), e)
+  PowBaseBound,         // pow(x, e) → pow(clip(x, −c, c), e) for a power that overflows
+  LogitsClamp,          // LogSoftmax(x) → LogSoftmax(clip(x, −c, c)) when the spread leaves the float range
+  LossWeights,          // a mean loss over zero total weight: no graph repair, the data must change
+  RangeDelta,           // Range with a zero step: no graph repair
 };
 
 struct RepairEntry {

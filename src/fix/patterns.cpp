@@ -77,15 +77,14 @@ enum class Pass { Stop, Replay, Drop };
 // element-wise function (replayed after the stable form); Abs and Relu are identities on the non-negative values
 // every recognised form computes (dropped).
 Pass pass_of(const Graph& g, const Node& n) {
-  static const std::set<std::string> kMoves = {"Identity", "Unsqueeze", "Squeeze", "Reshape", "Flatten",
-                                               "Transpose", "Expand", "Tile", "Slice", "Gather",
-                                               "GatherElements", "GatherND"};
+  static const std::set<std::string> kMoves = {"Identity", "Unsqueeze", "Squeeze",        "Reshape",
+                                               "Flatten",  "Transpose", "Expand",         "Tile",
+                                               "Slice",    "Gather",    "GatherElements", "GatherND"};
   if (!n.has_input(0) || n.outputs.empty()) return Pass::Stop;
   if (kMoves.count(n.op_type)) return Pass::Replay;
   if (n.op_type == "Cast")
-    return is_float(static_cast<DType>(n.attr_int("to", 0))) && is_float_type(g.value(n.inputs[0]).dtype)
-               ? Pass::Replay
-               : Pass::Stop;
+    return is_float(static_cast<DType>(n.attr_int("to", 0))) && is_float_type(g.value(n.inputs[0]).dtype) ? Pass::Replay
+                                                                                                          : Pass::Stop;
   if (n.op_type == "Abs" || n.op_type == "Relu") return Pass::Drop;
   return Pass::Stop;
 }
@@ -123,6 +122,7 @@ void append(std::vector<int32_t>& to, const std::vector<int32_t>& from) {
 struct SoftmaxDiv {
   ValueId x = kNoValue;
   int64_t axis = -1;
+  bool clipped_numerator = false;
   std::vector<int32_t> matched;
 };
 
@@ -140,13 +140,28 @@ std::optional<SoftmaxDiv> match_softmax_div(const Graph& g, int32_t div) {
   if (sum.op_type != "ReduceSum" || !sum.has_input(0)) return std::nullopt;
   const Upstream inner = walk_up(g, sum.inputs[0], {"Identity"});
   const int32_t e2 = producer_index(g, inner.value);
-  if (e2 < 0) return std::nullopt;
-  if (g.nodes[static_cast<size_t>(e2)].op_type != "Exp" || g.nodes[static_cast<size_t>(e2)].inputs[0] != x)
-    return std::nullopt;
+  if (e2 < 0 || g.nodes[static_cast<size_t>(e2)].op_type != "Exp") return std::nullopt;
+  // The numerator may clip what the sum does not (exp(clamp(x, −87, 87)) / Σexp(x), a half-done guard): where the
+  // clip acts, that quotient is no softmax of x at all.
+  std::vector<int32_t> clips;
+  const ValueId x2 = g.nodes[static_cast<size_t>(e2)].inputs[0];
+  ValueId at = x;
+  while (at != x2) {
+    const int32_t c = producer_index(g, at);
+    if (c < 0) return std::nullopt;
+    const Node& clip = g.nodes[static_cast<size_t>(c)];
+    const bool bounded_by_constants =
+        (clip.op_type == "Clip" || clip.op_type == "Min" || clip.op_type == "Max") && clip.has_input(0) &&
+        std::all_of(clip.inputs.begin() + 1, clip.inputs.end(),
+                    [&](ValueId v) { return v == kNoValue || constant_tensor(g, v) != nullptr; });
+    if (!bounded_by_constants || clips.size() > 3) return std::nullopt;
+    clips.push_back(c);
+    at = clip.inputs[0];
+  }
   auto axes = reduce_axes(g, sum);
   if (!axes || axes->size() != 1) return std::nullopt;
   const int64_t axis = (*axes)[0];
-  const auto rank = rank_of(g, x);
+  const auto rank = rank_of(g, x2);
   auto normalized = [&](int64_t a) { return a < 0 && rank ? a + *rank : a; };
   // The sum must come back on the axis it removed, or never have removed it.
   int unsqueezes = 0;
@@ -162,9 +177,11 @@ std::optional<SoftmaxDiv> match_softmax_div(const Graph& g, int32_t div) {
   // Before opset 13 Softmax normalises over every axis from `axis` on: the same only for the last axis.
   if (d.opset > 0 && d.opset < 13 && !(rank && normalized(axis) == *rank - 1)) return std::nullopt;
   SoftmaxDiv m;
-  m.x = x;
+  m.x = x2;
   m.axis = axis;
+  m.clipped_numerator = !clips.empty();
   m.matched = {e1, s, div};
+  append(m.matched, clips);
   if (e2 != e1) m.matched.push_back(e2);
   append(m.matched, num.passed);
   append(m.matched, den.passed);
@@ -221,8 +238,8 @@ std::optional<RepairMatch> stable_log(const Graph& g, int32_t log_node) {
   };
   if (n.op_type == "Softmax") {
     const bool ce = feeds_cross_entropy(g, out);
-    RepairMatch m = base_match(ce ? RepairKind::SoftmaxCrossEntropy : RepairKind::LogSoftmax,
-                               ce ? "softmax cross-entropy −Σ y·log(softmax(z))" : "log(softmax(x))", log_node,
+    const char* pattern = ce ? "softmax cross-entropy −Σ y·log(softmax(z))" : "log(softmax(x))";
+    RepairMatch m = base_match(ce ? RepairKind::SoftmaxCrossEntropy : RepairKind::LogSoftmax, pattern, log_node,
                                n.inputs[0], out);
     m.axis = softmax_axis(n);
     return finish(std::move(m));
@@ -263,8 +280,8 @@ std::optional<RepairMatch> stable_log(const Graph& g, int32_t log_node) {
     auto axes = reduce_axes(g, n);
     if (ex < 0 || g.nodes[static_cast<size_t>(ex)].op_type != "Exp" || !axes) return std::nullopt;
     if (n.has_input(1) && axes->empty() && n.attr_int("noop_with_empty_axes", 0) != 0) return std::nullopt;
-    RepairMatch m = base_match(RepairKind::LogSumExp, "log(Σexp(x))", log_node,
-                               g.nodes[static_cast<size_t>(ex)].inputs[0], out);
+    RepairMatch m =
+        base_match(RepairKind::LogSumExp, "log(Σexp(x))", log_node, g.nodes[static_cast<size_t>(ex)].inputs[0], out);
     m.axes = *axes;
     m.keepdims = n.attr_int("keepdims", 1) != 0;
     m.pre_chain = e.replay;
@@ -275,6 +292,7 @@ std::optional<RepairMatch> stable_log(const Graph& g, int32_t log_node) {
   if (n.op_type == "Div") {
     auto sd = match_softmax_div(g, p);
     if (!sd) return std::nullopt;
+    if (sd->clipped_numerator) return std::nullopt;
     RepairMatch m = base_match(RepairKind::LogSumExpForm, "log(exp(x) / Σexp(x))", log_node, sd->x, out);
     m.axes = {sd->axis};
     append(m.matched, sd->matched);
@@ -288,8 +306,12 @@ std::optional<RepairMatch> stable_log(const Graph& g, int32_t log_node) {
 std::optional<RepairMatch> stable_softmax(const Graph& g, int32_t div) {
   auto sd = match_softmax_div(g, div);
   if (!sd) return std::nullopt;
-  RepairMatch m = base_match(RepairKind::StableSoftmax, "exp(x) / Σexp(x)", div, sd->x,
-                             g.nodes[static_cast<size_t>(div)].outputs[0]);
+  RepairMatch m =
+      base_match(RepairKind::StableSoftmax,
+                 sd->clipped_numerator ? "exp(clip(x)) / Σexp(x) (the numerator's clip is dropped: where it "
+                                         "acted, the quotient was no softmax)"
+                                       : "exp(x) / Σexp(x)",
+                 div, sd->x, g.nodes[static_cast<size_t>(div)].outputs[0]);
   m.axis = sd->axis;
   append(m.matched, sd->matched);
   return m;

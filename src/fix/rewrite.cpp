@@ -190,15 +190,17 @@ ValueId apply_chain(GraphEditor& e, const std::vector<int32_t>& chain, ValueId v
   return v;
 }
 
-// f(d) with d kept at least ε away from 0, its sign preserved: where(d ≥ 0, f(max(d, ε)), f(min(d, −ε))). The
-// function is applied on each side rather than to one guarded value, so that an interval analysis (which
-// cannot express "≤ −ε or ≥ ε" in one interval) proves each side's operand away from zero.
-template <class F>
-ValueId sign_preserving(GraphEditor& e, ValueId d, double eps, DType dt, F&& f) {
+// The sign of d with sign(0) = 1, so that d = s·|d| and s·s = 1: where(d ≥ 0, 1, −1).
+ValueId unit_sign(GraphEditor& e, ValueId d, DType dt) {
   const ValueId ge = e.add("GreaterOrEqual", {d, e.constant(0, dt)}, DType::Bool);
-  const ValueId up = f(e.add("Max", {d, e.constant(eps, dt)}, dt));
-  const ValueId down = f(e.add("Min", {d, e.constant(-eps, dt)}, dt));
-  return e.add("Where", {ge, up, down}, dt);
+  return e.add("Where", {ge, e.constant(1, dt), e.constant(-1, dt)}, dt);
+}
+
+// max(|d|, ε): the magnitude of the guarded divisor, which the scan proves ≥ ε in one interval (a guarded d itself,
+// ≤ −ε or ≥ ε, is one interval across 0).
+ValueId guarded_magnitude(GraphEditor& e, ValueId d, double eps, DType dt, bool nonnegative) {
+  const ValueId m = nonnegative ? d : e.add("Abs", {d}, dt);
+  return e.add("Max", {m, e.constant(eps, dt)}, dt);
 }
 
 bool whole(double v) { return std::isfinite(v) && v == std::floor(v); }
@@ -285,11 +287,17 @@ Result<AppliedRepair> apply_repair(Graph& g, const RepairMatch& m, double c) {
     case RepairKind::NormGuard:
       y = e.add("Div", {m.numerator, e.add("Max", {x, e.constant(c, dt)}, dt)}, dt);
       break;
-    case RepairKind::DivisorGuard:
-      y = sign_preserving(e, x, c, dt, [&](ValueId d) {
-        return m.numerator == kNoValue ? e.add("Reciprocal", {d}, dt) : e.add("Div", {m.numerator, d}, dt);
-      });
+    case RepairKind::DivisorGuard: {
+      // a / d' with d' = s·max(|d|, ε) is (a·s) / max(|d|, ε): the same value, with a divisor ≥ ε.
+      const ValueId mag = guarded_magnitude(e, x, c, dt, m.operand_nonnegative);
+      ValueId num = m.numerator;
+      if (!m.operand_nonnegative) {
+        const ValueId s = unit_sign(e, x, dt);
+        num = num == kNoValue ? s : e.add("Mul", {num, s}, dt);
+      }
+      y = num == kNoValue ? e.add("Reciprocal", {mag}, dt) : e.add("Div", {num, mag}, dt);
       break;
+    }
     case RepairKind::LogClamp:
       y = e.add("Log", {e.add("Max", {x, e.constant(c, dt)}, dt)}, dt);
       break;
@@ -300,10 +308,15 @@ Result<AppliedRepair> apply_repair(Graph& g, const RepairMatch& m, double c) {
       y = e.add("Exp", {e.add("Min", {x, e.constant(c, dt)}, dt)}, dt);
       break;
     case RepairKind::PowBaseGuard: {
-      // A whole exponent keeps negative bases (their sign matters); a fractional one cannot take them.
-      auto pow = [&](ValueId base) { return e.add("Pow", {base, hazard.inputs[1]}, dt); };
+      // A whole exponent keeps negative bases: (s·|x|)^e = s^e·|x|^e, s^e = s for an odd e and 1 for an even one.
+      // A fractional one cannot take them: the base is clamped at ε.
       const bool whole_exponent = m.exponent && whole(*m.exponent);
-      y = whole_exponent ? sign_preserving(e, x, c, dt, pow) : pow(e.add("Max", {x, e.constant(c, dt)}, dt));
+      if (!whole_exponent || m.operand_nonnegative) {
+        y = e.add("Pow", {e.add("Max", {x, e.constant(c, dt)}, dt), hazard.inputs[1]}, dt);
+        break;
+      }
+      y = e.add("Pow", {guarded_magnitude(e, x, c, dt, false), hazard.inputs[1]}, dt);
+      if (std::fmod(*m.exponent, 2.0) != 0) y = e.add("Mul", {y, unit_sign(e, x, dt)}, dt);
       break;
     }
     case RepairKind::PowBaseBound: {

@@ -13,7 +13,7 @@
 namespace grist {
 
 struct AppliedRepair {
-  std::string prefix;                      // every added node's name starts with it: "<hazard node>/grist_fix"
+  std::string prefix;  // every added node's name starts with it: "<hazard node>/grist_fix"
   std::vector<std::string> added_nodes;
   std::vector<std::string> removed_nodes;  // the nodes of the old expression nothing reads any more
   double constant = 0;                     // the ε or limit used (0 where the form needs none)

@@ -46,13 +46,15 @@ const std::vector<PatternCase> kCases = {
     {"sqrt_of_exp", "Sqrt", RepairKind::SqrtOfExp, {-5, 5}, {-200, 50}, {"Exp", "Mul"}},
     {"norm_division", "Div", RepairKind::NormGuard, {-5, 5}, {-50, 50}, {"Max", "ReduceL2"}},
     {"norm_division_by_hand", "Div", RepairKind::NormGuard, {-5, 5}, {-50, 50}, {"Max", "Sqrt"}},
-    {"division", "Div", RepairKind::DivisorGuard, {2, 5}, {-50, 50}, {"Where", "GreaterOrEqual", "Max", "Min"}},
+    {"division", "Div", RepairKind::DivisorGuard, {2, 5}, {-50, 50}, {"Where", "GreaterOrEqual", "Abs", "Max", "Mul"}},
     {"division", "Div", RepairKind::DivisorGuard, {-5, -2}, {-50, 50}, {"Where"}},
     {"log_clamp", "Log", RepairKind::LogClamp, {0.6, 5}, {-50, 50}, {"Max", "Log"}},
     {"sqrt_clamp", "Sqrt", RepairKind::SqrtClamp, {0.6, 5}, {-50, 50}, {"Max", "Sqrt"}},
     {"exp_clamp", "Exp", RepairKind::ExpClamp, {-5, 5}, {-50, 50}, {"Min", "Exp"}},
-    {"pow_negative", "Pow", RepairKind::PowBaseGuard, {0.5, 5}, {-50, 50}, {"Where", "Pow"}},
-    {"pow_negative", "Pow", RepairKind::PowBaseGuard, {-5, -0.5}, {-50, 50}, {"Where", "Pow"}},
+    {"pow_negative", "Pow", RepairKind::PowBaseGuard, {0.5, 5}, {-50, 50}, {"Abs", "Max", "Pow"}},
+    {"pow_negative", "Pow", RepairKind::PowBaseGuard, {-5, -0.5}, {-50, 50}, {"Abs", "Max", "Pow"}},
+    {"pow_negative_odd", "Pow", RepairKind::PowBaseGuard, {-5, -0.5}, {-50, 50}, {"Abs", "Where", "Mul", "Pow"}},
+    {"pow_negative_odd", "Pow", RepairKind::PowBaseGuard, {0.5, 5}, {-50, 50}, {"Abs", "Where", "Mul", "Pow"}},
     {"pow_fraction", "Pow", RepairKind::PowBaseGuard, {0.5, 5}, {-50, 50}, {"Max", "Pow"}},
 };
 

@@ -128,6 +128,11 @@ class PowNegative(nn.Module):
         return torch.pow(x, -2.0)
 
 
+class PowNegativeOdd(nn.Module):
+    def forward(self, x):
+        return x ** -3
+
+
 class PowFraction(nn.Module):
     def forward(self, x):
         return torch.pow(x, 0.5)
@@ -150,6 +155,7 @@ MODELS = {
     "sqrt_clamp": (SqrtOfDifference, {"x": (2, 4)}),
     "exp_clamp": (ExpOverflow, {"x": (2, 4)}),
     "pow_negative": (PowNegative, {"x": (2, 4)}),
+    "pow_negative_odd": (PowNegativeOdd, {"x": (2, 4)}),
     "pow_fraction": (PowFraction, {"x": (2, 4)}),
 }
 
