@@ -27,6 +27,8 @@ struct BenchFlags {
   std::string out = "bench-results";
   int64_t seed = 1;
   bool quiet = false;
+  bool fix = false;
+  double fix_hunt_seconds = 5;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -58,7 +60,10 @@ int bench_main(const BenchFlags& f) {
   o.first_seed = static_cast<uint64_t>(f.seed);
   o.time_limit_s = f.time_limit;
   o.only = split_commas(f.only);
-  if (o.runs < 1) return fail("--runs must be at least 1");
+  o.fix = f.fix;
+  o.fix_hunt_seconds = f.fix_hunt_seconds;
+  if (f.fix) o.fix_out = (fs::path(f.out) / "fixed").string();
+  if (o.runs < (f.fix ? 0 : 1)) return fail(f.fix ? "--runs must not be negative" : "--runs must be at least 1");
   if (!(o.time_limit_s > 0)) return fail("--time-limit must be positive (seconds per run)");
   if (!f.variant.empty()) {
     auto v = parse_variant(f.variant);
@@ -89,6 +94,11 @@ int bench_main(const BenchFlags& f) {
     std::fflush(stdout);
   }
   std::printf("\n%s", bench_totals(rows).c_str());
+  if (o.fix) {
+    std::printf("\n%s", bench_fix_header().c_str());
+    for (const auto& r : rows) std::printf("%s", bench_fix_row(r).c_str());
+    std::printf("\n%s", bench_fix_totals(rows).c_str());
+  }
 
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -99,12 +109,14 @@ int bench_main(const BenchFlags& f) {
   const fs::path base = fs::path(f.out) / fmt::format("bench-{}", stamp);
   for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
                            {".json", bench_json(rows).dump(2) + "\n"},
-                           {".md", bench_markdown(rows)}}) {
+                           {".md", bench_markdown(rows) + (o.fix ? "\n" + bench_fix_markdown(rows) : "")}}) {
     if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
   }
   std::printf("results: %s.{csv,json,md}\n", base.c_str());
   for (const auto& r : rows)
     if (!r.error.empty() || r.triggered < r.runs) return kExitNonFinite;  // some subject did not always trigger
+  for (const auto& r : rows)
+    if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
   return kExitClean;
 }
 
@@ -127,6 +139,11 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", f->seed, "seed of the first run (run k uses seed+k)")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the result files")->capture_default_str();
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
+  cmd->add_flag("--fix", f->fix,
+                "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "
+                "I / W / W+I (with --runs 0, only that); the repaired models go to OUT/fixed/<bug>/");
+  cmd->add_option("--fix-hunt-seconds", f->fix_hunt_seconds, "the budget of the fix's hunt check (b)")
+      ->capture_default_str();
   cmd->callback([f, &action] { action = [f] { return bench_main(*f); }; });
 }
 

@@ -378,8 +378,12 @@ Result<FixResult> fix_model(const Graph& g, const FixOptions& o) {
         run_training(r.fixed, o.manifest, *loaded, o.batch, o.train_steps, o.manifest.search.seed, o.train_seconds);
     if (!t) return make_error("the training check: {}", t.message());
     r.training = std::move(t).value();
-    auto t0 = run_training(g, o.manifest, *loaded, o.batch, o.train_steps, o.manifest.search.seed, o.train_seconds);
-    if (t0) r.original_training = std::move(t0).value();
+    // The original's training only matters when the repaired model's fails: was it the repair?
+    if (r.training.result.state == CheckState::Failed) {
+      auto t0 = run_training(g, o.manifest, *loaded, o.batch, o.train_steps, o.manifest.search.seed,
+                             o.train_seconds);
+      if (t0) r.original_training = std::move(t0).value();
+    }
   }
   r.training_seconds = since(training_start);
   // (c) the data: the original against the repaired model, and each repair against the model before it, at the
@@ -454,10 +458,12 @@ Result<FixResult> fix_model(const Graph& g, const FixOptions& o) {
     po.batch = o.batch;
     po.assumed = o.assumed;
     po.max_probes = o.precondition_probes;
+    const double budget = o.precondition_seconds >= 0 ? o.precondition_seconds
+                                                      : std::clamp(o.target_seconds - since(start), 1.0, 5.0);
+    po.seconds_budget = budget / std::max<double>(1, static_cast<double>(r.hazards.size()));
     auto hulls = data_hulls(*loaded, o.batch, 32);
     if (hulls) po.data = std::move(hulls).value();
     for (HazardFix& h : r.hazards) {
-      if (h.repaired_with) continue;
       auto p = find_preconditions(g, h.site.node_name, h.site.failure, po);
       if (!p) return make_error("preconditions of {}: {}", h.site.label(), p.message());
       h.preconditions = std::move(p).value();

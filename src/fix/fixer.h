@@ -32,6 +32,9 @@ struct FixOptions {
   double train_seconds = 1.5;               // (d)'s time cap per model (the original's run is for comparison)
   bool preconditions = true;
   int precondition_probes = 400;  // scans per scope at most
+  // For every hazard's three scopes together; below 0: what is left of `target_seconds` (at least 1 s, at most 5).
+  double precondition_seconds = -1;
+  double target_seconds = 9.5;
 };
 
 struct RepairAttempt {

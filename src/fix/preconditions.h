@@ -6,6 +6,7 @@
 // and an input box is checked against the manifest's real data.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,8 +28,8 @@ struct VariableBox {
   Interval assumed;           // the range the scan assumed for it
   Interval box;               // the precondition
   double relative_width = 1;  // width(box) / width(assumed)
-  Interval data;              // inputs: the hull of the manifest's data (empty [inf, -inf] when unknown)
-  bool holds_data = true;     // inputs: the data lies inside the box
+  Interval data;              // inputs: the hull of the manifest's data; weights: of their initial values
+  bool holds_data = true;     // that hull lies inside the box (an empty hull [inf, -inf] is unknown: true)
 };
 
 struct Precondition {
@@ -36,8 +37,12 @@ struct Precondition {
   bool found = false;
   std::vector<VariableBox> boxes;   // the variables the scope allows to move, constrained or not
   double width = 0;                 // the smallest relative width over the boxes
+  double mean_width = 0;            // their geometric mean: the box's size per variable, relative
+  // The geometric mean over every variable of the model (inputs and trained weights, those outside the scope at
+  // their full assumed range): I, W and W+I boxes compared in the same space (W+I is at least the larger of both).
+  double size = 0;
   bool holds_data = true;           // every input box holds the manifest's data
-  bool maximal = false;             // widening any single bound by the search's tolerance breaks the proof
+  bool maximal = false;             // widening any bound by 0.1 % of its box's width breaks the proof (checked)
   int probes = 0;                   // scans run
   std::string note;                 // why none was found, or what it excludes
   std::string pytorch, tensorflow;  // the clamps to paste
@@ -54,6 +59,7 @@ struct PreconditionOptions {
   std::map<std::string, Interval> data;     // the hull of each data input over the manifest's batches
   double tolerance = 1e-3;                  // of each bound's bisection, relative to its assumed range
   int max_probes = 400;                     // scans per scope at most
+  double seconds_budget = 1;                // for the three scopes together
 };
 
 // The three preconditions for the hazard at node `node_name` (its failure `failure`).

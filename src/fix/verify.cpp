@@ -426,7 +426,9 @@ struct PairRun {
   int batches = 0, unusable = 0, repaired_batches = 0, broken_batches = 0;
 };
 
-Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions& o, bool float64) {
+// `batches` < 0: as many as the options and their time cap allow; else exactly that many.
+Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions& o, bool float64, int batches) {
+  const auto start = std::chrono::steady_clock::now();
   const Manifest& m = *o.manifest;
   std::vector<std::string> wrt = trained_weights(a, &m);
   for (const auto& name : o.data->input_names())
@@ -439,7 +441,9 @@ Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions&
   rb->want_gradients(wrt);
   PairRun p;
   std::optional<Dataset> data(*o.data);  // a fresh copy: every run sees the same batches
-  for (int k = 0; k < o.batches; ++k) {
+  for (int k = 0; k < (batches < 0 ? o.batches : batches); ++k) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (batches < 0 && k > 0 && elapsed > o.seconds_cap) break;
     Batch batch;
     GRIST_TRY(data->next_batch(batch));
     GRIST_TRY(data->redraw(batch));
@@ -469,7 +473,7 @@ Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions&
 
 Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const DataCheckOptions& o) {
   GRIST_CHECK(o.manifest != nullptr && o.data != nullptr, "the data check needs the manifest and its data");
-  auto run = run_pair(a, b, o, false);
+  auto run = run_pair(a, b, o, false, -1);
   if (!run) return run.error();
   const PairRun& p = *run;
   DataComparison r;
@@ -504,7 +508,7 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
     auto wa = widen_to_float64(a);
     auto wb = widen_to_float64(b);
     if (wa && wb) {
-      auto wide = run_pair(*wa, *wb, o, true);
+      auto wide = run_pair(*wa, *wb, o, true, p.batches + p.unusable);
       if (wide && wide->batches == p.batches) {
         float64_ran = true;
         for (TensorDifference& d : r.tensors) {

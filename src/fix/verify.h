@@ -76,6 +76,7 @@ struct DataCheckOptions {
   int batches = 4;
   uint64_t seed = 1;
   double tolerance = 1e-5;
+  double seconds_cap = 1;   // no further batch once this much time has gone (at least one batch is compared)
   std::map<std::string, Tensor> weights;  // weights to load into both (trained ones), empty: the initial ones
 };
 struct TensorDifference {

@@ -42,9 +42,11 @@ std::string precondition_text(const Precondition& p) {
     parts.push_back(fmt::format(
         "{} ∈ [{}, {}] ({:.3g} of {} [{}, {}]{})", b->name, number(b->box.lo), number(b->box.hi), b->relative_width,
         b->kind == "input" ? "the input's" : "the weight's", number(b->assumed.lo), number(b->assumed.hi),
-        b->kind == "input" ? (b->holds_data ? ", holds the data" : ", EXCLUDES some data") : ""));
+        b->kind == "input" ? (b->holds_data ? ", holds the data" : ", EXCLUDES some data")
+                           : (b->holds_data ? ", holds the initial weights" : ", EXCLUDES the initial weights")));
   if (parts.empty()) return "none needed: the assumed ranges are already safe";
-  std::string s = fmt::format("{}; width {:.3g}{}", fmt::join(parts, ", "), p.width, p.maximal ? ", maximal" : "");
+  std::string s = fmt::format("{}; width {:.3g} (geometric mean {:.3g}){}", fmt::join(parts, ", "), p.width,
+                              p.mean_width, p.maximal ? ", maximal" : "");
   if (!p.note.empty()) s += "; " + p.note;
   return s;
 }
@@ -65,6 +67,8 @@ nlohmann::json precondition_json(const Precondition& p) {
   return {{"scope", std::string(box_scope_name(p.scope))},
           {"found", p.found},
           {"width", p.width},
+          {"mean_width", p.mean_width},
+          {"size", p.size},
           {"holds_data", p.holds_data},
           {"maximal", p.maximal},
           {"probes", p.probes},
@@ -191,7 +195,7 @@ std::string to_text(const FixResult& r, const FixContext& c) {
     if (r.original_training.result.state == CheckState::Failed)
       s += fmt::format("; the original's: {}", r.original_training.failure);
     else if (r.original_training.result.state == CheckState::Passed)
-      s += fmt::format("; the original's stayed finite too ({} steps)", r.original_training.steps);
+      s += fmt::format("; the original's stayed finite ({} steps): the repair is to blame", r.original_training.steps);
     s += "\n";
     if (!r.witness_on_fixed.empty())
       s += fmt::format("  witness: on the original {}; on the repaired model {}\n", r.witness_on_original,
