@@ -395,6 +395,7 @@ Result<FixResult> fix_model(const Graph& g, const FixOptions& o) {
   dc.batch = o.batch;
   dc.batches = o.data_batches;
   dc.seed = o.manifest.search.seed;
+  dc.seconds_cap = 0.5;
   const bool trained = r.training.result.passed() && !r.training.weights.empty() && r.training.steps > 0;
   if (trained) dc.weights = r.training.weights;
   const std::string at = trained ? fmt::format(" (at the weights {} training steps reached)", r.training.steps) : "";
@@ -459,7 +460,7 @@ Result<FixResult> fix_model(const Graph& g, const FixOptions& o) {
     po.assumed = o.assumed;
     po.max_probes = o.precondition_probes;
     const double budget = o.precondition_seconds >= 0 ? o.precondition_seconds
-                                                      : std::clamp(o.target_seconds - since(start), 1.0, 5.0);
+                                                      : std::clamp(o.target_seconds - since(start), 0.5, 5.0);
     po.seconds_budget = budget / std::max<double>(1, static_cast<double>(r.hazards.size()));
     auto hulls = data_hulls(*loaded, o.batch, 32);
     if (hulls) po.data = std::move(hulls).value();

@@ -29,10 +29,10 @@ struct FixOptions {
   int64_t hunt_iterations = 0;              // (b)'s iterations per hazard at most (0: the time alone)
   int data_batches = 4;                     // (c)
   int64_t train_steps = 50;                 // (d)
-  double train_seconds = 1.5;               // (d)'s time cap per model (the original's run is for comparison)
+  double train_seconds = 1;      // (d)'s time cap per model (at least one step runs)
   bool preconditions = true;
   int precondition_probes = 400;  // scans per scope at most
-  // For every hazard's three scopes together; below 0: what is left of `target_seconds` (at least 1 s, at most 5).
+  // For every hazard's three scopes together; below 0: what is left of `target_seconds` (0.5 s to 5 s).
   double precondition_seconds = -1;
   double target_seconds = 9.5;
 };

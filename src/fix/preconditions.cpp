@@ -76,12 +76,12 @@ class Prover {
   int probes_ = 0;
 };
 
-// The largest u in [0, 1] with f(u) true (f(0) true, f monotone), to a relative precision `tol` of u itself: an
-// exponential search down from 1 finds its order of magnitude (a weight box may need to be 1e-5 of the assumed
-// range), a bisection the rest. Below 2^-40 it is 0.
+// The largest u in [0, 1] with f(u) true (f(0) true, f monotone), to a relative precision `tol` of u itself: a
+// search down from 1 by factors of 8 finds its order of magnitude (a weight box may need to be 1e-5 of the
+// assumed range), a bisection the rest. Below 2^-30 it is 0.
 Result<double> bisect(const std::function<Result<bool>(double)>& f, double tol, const Prover& p) {
   double ok = 0, bad = 1;
-  for (double u = 1; u > 0x1p-40 && !p.exhausted(); u /= 2) {
+  for (double u = 1; u >= 0x1p-30 && !p.exhausted(); u /= 8) {
     auto r = f(u);
     if (!r) return r.error();
     if (*r) {
@@ -161,6 +161,25 @@ Result<Precondition> grow(BoxScope scope, const std::vector<Variable>& vars, con
       o.tolerance, prover);
   if (!t) return t.error();
   for (size_t i = 0; i < vars.size(); ++i) box[i] = between(anchor[i], target[i], *t);
+  // 1b. When that could not move (a weight that cannot leave its initial span), the variables still at a single
+  // point together: a zero-initialised bias then gets a box in a few scans, not one scan-hungry pass each.
+  if (*t == 0) {
+    std::vector<size_t> points;
+    for (size_t i = 0; i < vars.size(); ++i)
+      if (width(box[i]) == 0 && width(target[i]) > 0) points.push_back(i);
+    if (!points.empty() && points.size() < vars.size()) {
+      const std::vector<Interval> from = box;
+      auto u = bisect(
+          [&](double x) {
+            std::vector<Interval> b = from;
+            for (size_t i : points) b[i] = between(from[i], target[i], x);
+            return prover.proved(boxes_of(vars, b));
+          },
+          o.tolerance, prover);
+      if (!u) return u.error();
+      for (size_t i : points) box[i] = between(from[i], target[i], *u);
+    }
+  }
   // 2. Each bound alone, in passes, until none moves by more than the tolerance.
   auto bound_of = [](Interval& i, bool hi) -> double& { return hi ? i.hi : i.lo; };
   for (int pass = 0; pass < 3 && !prover.exhausted(); ++pass) {
@@ -191,7 +210,7 @@ Result<Precondition> grow(BoxScope scope, const std::vector<Variable>& vars, con
       const double to = bound_of(target[i], hi);
       if (bound_of(box[i], hi) == to) continue;
       std::vector<Interval> b = box;
-      // 0.1 % (the tolerance) of the box's own width: meaningful for a box of 1e-5 of its range as for one of 0.9.
+      // The tolerance (1 %) of the box's own width: meaningful for a box of 1e-5 of its range as for one of 0.9.
       const double step = o.tolerance * std::max(width(box[i]), 1e-12 * width(target[i]));
       bound_of(b[i], hi) = hi ? std::min(to, b[i].hi + step) : std::max(to, b[i].lo - step);
       auto ok = prover.proved(boxes_of(vars, b));

@@ -42,7 +42,7 @@ struct Precondition {
   // their full assumed range): I, W and W+I boxes compared in the same space (W+I is at least the larger of both).
   double size = 0;
   bool holds_data = true;           // every input box holds the manifest's data
-  bool maximal = false;             // widening any bound by 0.1 % of its box's width breaks the proof (checked)
+  bool maximal = false;             // widening any bound by 1 % (the tolerance) of its box's width breaks it
   int probes = 0;                   // scans run
   std::string note;                 // why none was found, or what it excludes
   std::string pytorch, tensorflow;  // the clamps to paste
@@ -57,7 +57,7 @@ struct PreconditionOptions {
   int64_t batch = 1;
   std::map<std::string, Interval> assumed;  // the user's ranges (--assume), over the defaults
   std::map<std::string, Interval> data;     // the hull of each data input over the manifest's batches
-  double tolerance = 1e-3;                  // of each bound's bisection, relative to its assumed range
+  double tolerance = 1e-2;                  // of each bound's search, relative to the distance it moved
   int max_probes = 400;                     // scans per scope at most
   double seconds_budget = 1;                // for the three scopes together
 };

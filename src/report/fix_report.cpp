@@ -175,7 +175,10 @@ std::string to_text(const FixResult& r, const FixContext& c) {
       for (const Precondition* p : {&h.preconditions.inputs, &h.preconditions.weights, &h.preconditions.both}) {
         s += fmt::format("    {:<4} {}\n", box_scope_name(p->scope), precondition_text(*p));
         const std::string torch = precondition_code(*p, false);
-        if (!torch.empty() && p->scope != BoxScope::Both) s += fmt::format("         PyTorch: {}\n", torch);
+        if (torch.empty() || p->scope == BoxScope::Both) continue;
+        std::string indented;  // one clamp a line, under the first
+        for (char ch : torch) indented += ch == '\n' ? std::string("\n                  ") : std::string(1, ch);
+        s += fmt::format("         PyTorch: {}\n", indented);
       }
     }
     std::vector<std::string> rejected;
