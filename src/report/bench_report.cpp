@@ -1,6 +1,7 @@
 #include "report/bench_report.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -119,7 +120,8 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
                   {"preconditions", {{"I", f.pre_i}, {"I_holds_data", f.pre_i_holds_data}, {"W", f.pre_w},
                                      {"W+I", f.pre_wi}, {"width_I", f.width_i}, {"width_W", f.width_w},
                                      {"width_W+I", f.width_wi}, {"size_I", f.size_i}, {"size_W", f.size_w},
-                                     {"size_W+I", f.size_wi}}},
+                                     {"size_W+I", f.size_wi}, {"maximal_I", f.max_i}, {"maximal_W", f.max_w},
+                                     {"maximal_W+I", f.max_wi}}},
                   {"hazards", f.hazards}, {"fixed", f.fixed}, {"seconds", f.seconds}, {"fixed_model", f.fixed_model},
                   {"error", f.error}};
     }
@@ -161,6 +163,7 @@ std::string checks(const SubjectFix& f) {
 
 struct FixTotals {
   int subjects = 0, repaired = 0, verified = 0, pre_i = 0, pre_i_data = 0, pre_w = 0, pre_wi = 0, errors = 0;
+  int maximal = 0, found = 0, degenerate = 0;  // over the three scopes' found boxes
   int hazards = 0, fixed = 0;
   double seconds_max = 0, seconds_sum = 0;
   std::vector<double> width_i, width_w, width_wi, size_i, size_w, size_wi;
@@ -183,6 +186,12 @@ FixTotals fix_totals_of(const std::vector<SubjectResult>& rows) {
     t.fixed += f.fixed;
     t.seconds_max = std::max(t.seconds_max, f.seconds);
     t.seconds_sum += f.seconds;
+    for (auto [found, maximal, width] : {std::tuple{f.pre_i, f.max_i, f.width_i}, std::tuple{f.pre_w, f.max_w, f.width_w},
+                                          std::tuple{f.pre_wi, f.max_wi, f.width_wi}}) {
+      t.found += found;
+      t.maximal += found && maximal;
+      t.degenerate += found && width < 1e-9;
+    }
     if (f.pre_i) t.width_i.push_back(f.width_i), t.size_i.push_back(f.size_i);
     if (f.pre_w) t.width_w.push_back(f.width_w), t.size_w.push_back(f.size_w);
     if (f.pre_wi) t.width_wi.push_back(f.width_wi), t.size_wi.push_back(f.size_wi);
@@ -233,6 +242,9 @@ std::string bench_fix_totals(const std::vector<SubjectResult>& rows) {
                    percent(t.pre_w, t.subjects),
                    t.pre_i, t.subjects, percent(t.pre_i, t.subjects), t.pre_i_data, median(t.size_wi), median(t.size_w),
                    median(t.size_i), median(t.width_wi), median(t.width_w), median(t.width_i));
+  s += fmt::format("Of the {} boxes found, {} are checked maximal (widening any bound by 1 % of its width breaks the "
+                   "proof; the others' search ran out of time) and {} pin some variable to a point.\n",
+                   t.found, t.maximal, t.degenerate);
   s += "RANUM (ICSE 2023) on the study's 79 bugs: W+I 79/79 (100 %), W 72/79 (91 %), I 37/79 (47 %); no graph repair, "
        "no check that an input precondition holds the data.\n";
   return s;

@@ -40,6 +40,7 @@ struct SubjectFix {
   bool pre_i_holds_data = false;
   double width_i = 0, width_w = 0, width_wi = 0;     // the tightest box's width relative to its assumed range
   double size_i = 0, size_w = 0, size_wi = 0;        // the boxes' relative size over all variables (geometric mean)
+  bool max_i = false, max_w = false, max_wi = false; // checked maximal: widening any bound by 1 % breaks the proof
   int hazards = 0, fixed = 0;    // the subject's hazards to repair, and how many were fixed
   double seconds = 0;
   std::string fixed_model;       // where the repaired model was written

@@ -92,6 +92,9 @@ SubjectFix fix_subject(const std::string& id, const std::string& manifest_path, 
     f.size_i = p.preconditions.inputs.size;
     f.size_w = p.preconditions.weights.size;
     f.size_wi = p.preconditions.both.size;
+    f.max_i = p.preconditions.inputs.maximal;
+    f.max_w = p.preconditions.weights.maximal;
+    f.max_wi = p.preconditions.both.maximal;
   }
   if (!o.fix_out.empty() && r->changed) {
     std::error_code ec;
