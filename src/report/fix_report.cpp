@@ -174,11 +174,15 @@ std::string to_text(const FixResult& r, const FixContext& c) {
       s += "  preconditions (RANUM's kind, on the original; boxes that make the scan prove it safe):\n";
       for (const Precondition* p : {&h.preconditions.inputs, &h.preconditions.weights, &h.preconditions.both}) {
         s += fmt::format("    {:<4} {}\n", box_scope_name(p->scope), precondition_text(*p));
-        const std::string torch = precondition_code(*p, false);
-        if (torch.empty() || p->scope == BoxScope::Both) continue;
-        std::string indented;  // one clamp a line, under the first
-        for (char ch : torch) indented += ch == '\n' ? std::string("\n                  ") : std::string(1, ch);
-        s += fmt::format("         PyTorch: {}\n", indented);
+        if (p->scope == BoxScope::Both) continue;
+        for (bool tf : {false, true}) {
+          const std::string code = precondition_code(*p, tf);
+          if (code.empty()) continue;
+          std::string indented;  // one clamp a line, under the first
+          const std::string next_line = "\n" + std::string(tf ? 21 : 18, ' ');
+          for (char ch : code) indented += ch == '\n' ? next_line : std::string(1, ch);
+          s += fmt::format("         {}: {}\n", tf ? "TensorFlow" : "PyTorch", indented);
+        }
       }
     }
     std::vector<std::string> rejected;
