@@ -312,9 +312,14 @@ Result<PreconditionSet> find_preconditions(const Graph& g, const std::string& no
     for (const auto& vb : p.boxes) v += std::log(std::max(vb.relative_width, 1e-300));
     return p.found ? v : -kInf;
   };
+  // A box that holds the data first (a precondition that forbids normal data is no fix), then the larger volume.
   std::vector<Interval> start;
-  if (s.inputs.found || s.weights.found)
-    start = as_both(log_volume(s.inputs) >= log_volume(s.weights) ? s.inputs : s.weights);
+  if (s.inputs.found || s.weights.found) {
+    const bool inputs_hold = s.inputs.found && s.inputs.holds_data;
+    const bool take_inputs = s.inputs.found && (!s.weights.found || (inputs_hold && log_volume(s.inputs) >=
+                                                                                        log_volume(s.weights)));
+    start = as_both(take_inputs ? s.inputs : s.weights);
+  }
   auto b = search(BoxScope::Both, both, 1, start);
   if (!b) return b.error();
   s.both = std::move(b).value();

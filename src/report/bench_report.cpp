@@ -117,7 +117,7 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
       const SubjectFix& f = r.fix;
       x["fix"] = {{"hazard", f.hazard}, {"repair", f.repair}, {"pattern", f.pattern}, {"constant", f.constant},
                   {"checks", {{"a", f.a}, {"b", f.b}, {"c", f.c}, {"d", f.d}}}, {"verified", f.verified},
-                  {"preconditions", {{"I", f.pre_i}, {"I_holds_data", f.pre_i_holds_data}, {"W", f.pre_w},
+                  {"preconditions", {{"I", f.pre_i}, {"I_holds_data", f.pre_i_holds_data}, {"W+I_holds_data", f.pre_wi_holds_data}, {"W", f.pre_w},
                                      {"W+I", f.pre_wi}, {"width_I", f.width_i}, {"width_W", f.width_w},
                                      {"width_W+I", f.width_wi}, {"size_I", f.size_i}, {"size_W", f.size_w},
                                      {"size_W+I", f.size_wi}, {"maximal_I", f.max_i}, {"maximal_W", f.max_w},
@@ -163,6 +163,7 @@ std::string checks(const SubjectFix& f) {
 
 struct FixTotals {
   int subjects = 0, repaired = 0, verified = 0, pre_i = 0, pre_i_data = 0, pre_w = 0, pre_wi = 0, errors = 0;
+  int pre_wi_data = 0;
   int maximal = 0, found = 0, degenerate = 0;  // over the three scopes' found boxes
   int hazards = 0, fixed = 0;
   double seconds_max = 0, seconds_sum = 0;
@@ -180,6 +181,7 @@ FixTotals fix_totals_of(const std::vector<SubjectResult>& rows) {
     t.verified += f.verified;
     t.pre_i += f.pre_i;
     t.pre_i_data += f.pre_i_holds_data;
+    t.pre_wi_data += f.pre_wi_holds_data;
     t.pre_w += f.pre_w;
     t.pre_wi += f.pre_wi;
     t.hazards += f.hazards;
@@ -234,11 +236,12 @@ std::string bench_fix_totals(const std::vector<SubjectResult>& rows) {
       "at all); every hazard to repair fixed: {}/{}; at most {:.2f} s a subject, {:.1f} s in all{}.\n",
       t.subjects, t.verified, t.subjects, t.repaired, t.fixed, t.hazards, t.seconds_max, t.seconds_sum,
       t.errors ? fmt::format(", {} errors", t.errors) : "");
-  s += fmt::format("Preconditions: W+I {}/{} ({}), W {}/{} ({}), I {}/{} ({}; {} of them hold the manifest's data). "
+  s += fmt::format("Preconditions: W+I {}/{} ({}; {} hold the manifest's data), W {}/{} ({}), I {}/{} ({}; {} hold "
+                   "the data). "
                    "Median size (geometric mean of the relative widths over every input and trained weight) W+I "
                    "{:.3g}, W {:.3g}, I {:.3g}; median width of the tightest variable W+I {:.3g}, W {:.3g}, "
                    "I {:.3g}.\n",
-                   t.pre_wi, t.subjects, percent(t.pre_wi, t.subjects), t.pre_w, t.subjects,
+                   t.pre_wi, t.subjects, percent(t.pre_wi, t.subjects), t.pre_wi_data, t.pre_w, t.subjects,
                    percent(t.pre_w, t.subjects),
                    t.pre_i, t.subjects, percent(t.pre_i, t.subjects), t.pre_i_data, median(t.size_wi), median(t.size_w),
                    median(t.size_i), median(t.width_wi), median(t.width_w), median(t.width_i));

@@ -37,7 +37,7 @@ struct SubjectFix {
   std::string a, b, c, d;        // the checks' states
   bool verified = false;         // repaired, and every check passed or did not apply
   bool pre_i = false, pre_w = false, pre_wi = false;  // preconditions found
-  bool pre_i_holds_data = false;
+  bool pre_i_holds_data = false, pre_wi_holds_data = false;  // the input boxes hold the manifest's data
   double width_i = 0, width_w = 0, width_wi = 0;     // the tightest box's width relative to its assumed range
   double size_i = 0, size_w = 0, size_wi = 0;        // the boxes' relative size over all variables (geometric mean)
   bool max_i = false, max_w = false, max_wi = false; // checked maximal: widening any bound by 1 % breaks the proof

@@ -86,6 +86,7 @@ SubjectFix fix_subject(const std::string& id, const std::string& manifest_path, 
     f.pre_w = p.preconditions.weights.found;
     f.pre_wi = p.preconditions.both.found;
     f.pre_i_holds_data = f.pre_i && p.preconditions.inputs.holds_data;
+    f.pre_wi_holds_data = f.pre_wi && p.preconditions.both.holds_data;
     f.width_i = p.preconditions.inputs.width;
     f.width_w = p.preconditions.weights.width;
     f.width_wi = p.preconditions.both.width;

@@ -49,7 +49,7 @@ TEST(BenchFixReport, TotalsCountVerifiedRepairsAndPreconditionsBesideRanum) {
                                         subject("4", true, true, false, false)};
   const std::string t = bench_fix_totals(rows);
   EXPECT_NE(t.find("for 2/3"), std::string::npos) << t;
-  EXPECT_NE(t.find("W+I 3/3 (100 %), W 2/3 (67 %), I 1/3 (33 %"), std::string::npos) << t;
+  EXPECT_NE(t.find("W+I 3/3 (100 %; 0 hold the manifest's data), W 2/3 (67 %), I 1/3 (33 %"), std::string::npos) << t;
   EXPECT_NE(t.find("79/79"), std::string::npos) << t;
   EXPECT_NE(t.find("72/79"), std::string::npos) << t;
   EXPECT_NE(t.find("37/79"), std::string::npos) << t;
