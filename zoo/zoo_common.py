@@ -98,4 +98,25 @@ def export(subject: Subject, onnx_path: str, reference_path: str):
     outs = outs if isinstance(outs, tuple) else (outs,)
     record = {"input:" + n: a.numpy() for n, a in zip(names, args)}
     record.update({"output:" + n: o.numpy() for n, o in zip(subject.outputs, outs)})
-    np.savez(reference_path, **record)
+    if not _same_reference(reference_path, record):
+        np.savez(reference_path, **record)
+
+
+def _same_reference(path, record):
+    """True when the committed reference holds the same inputs and, within the run-to-run noise of PyTorch's
+    threaded sums (well inside the 1e-4 the zoo test allows grist), the same outputs: it is kept, so an export
+    on a fresh checkout leaves the committed files as they are."""
+    import os
+    if not os.path.exists(path):
+        return False
+    with np.load(path) as old:
+        if sorted(old.keys()) != sorted(record.keys()):
+            return False
+        for k, v in record.items():
+            if old[k].shape != v.shape or old[k].dtype != v.dtype:
+                return False
+            if k.startswith("input:") and not np.array_equal(old[k], v, equal_nan=True):
+                return False
+            if not np.allclose(old[k], v, rtol=1e-5, atol=1e-5, equal_nan=True):
+                return False
+    return True

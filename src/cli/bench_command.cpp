@@ -9,7 +9,9 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/durations.h"
 #include "report/bench_report.h"
+#include "report/witness.h"
 #include "search/benchmark.h"
 
 namespace grist::cli {
@@ -22,14 +24,29 @@ struct BenchFlags {
   std::string zoo = "zoo";
   int runs = 10;
   std::string variant;
-  double time_limit = 60;
+  std::string time_limit = "60";  // a bare number is seconds
+  int64_t max_iterations = 0;
   std::string only;
   std::string out = "bench-results";
   int64_t seed = 1;
+  std::string reach = "weights";
+  bool no_replay = false;
   bool quiet = false;
   bool fix = false;
   double fix_hunt_seconds = 5;
 };
+
+// Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
+Result<bool> replay_in_scratch(const fs::path& scratch, const Manifest& m, const HazardOutcome& out) {
+  auto files = write_witness(scratch.string(), m.model, m, out);
+  if (!files) return files.error();
+  auto replay = replay_witness(files->json);
+  std::error_code ec;
+  fs::remove(files->json, ec);
+  fs::remove(files->npz, ec);
+  if (!replay) return replay.error();
+  return replay->reproduced;
+}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -58,18 +75,28 @@ int bench_main(const BenchFlags& f) {
   o.zoo_dir = f.zoo;
   o.runs = f.runs;
   o.first_seed = static_cast<uint64_t>(f.seed);
-  o.time_limit_s = f.time_limit;
+  auto limit = parse_duration(f.time_limit, TimeUnit::Seconds, "--time-limit");
+  if (!limit) return fail(limit.message());
+  o.time_limit_s = *limit;
+  o.max_iterations = f.max_iterations;
   o.only = split_commas(f.only);
   o.fix = f.fix;
   o.fix_hunt_seconds = f.fix_hunt_seconds;
   if (f.fix) o.fix_out = (fs::path(f.out) / "fixed").string();
   if (o.runs < (f.fix ? 0 : 1)) return fail(f.fix ? "--runs must not be negative" : "--runs must be at least 1");
-  if (!(o.time_limit_s > 0)) return fail("--time-limit must be positive (seconds per run)");
+  if (f.seed < 0) return fail(fmt::format("--seed {}: must not be negative", f.seed));
+  if (o.max_iterations < 0) return fail("--max-iterations must not be negative");
   if (!f.variant.empty()) {
     auto v = parse_variant(f.variant);
     if (!v) return fail(v.message());
     o.variant = *v;
   }
+  o.no_weights = f.reach != "weights";
+  o.no_training = f.reach == "inputs";
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("grist-bench-replay-{}", ::getpid());
+  if (!f.no_replay) o.replay = [scratch](const Manifest& m, const HazardOutcome& out) {
+    return replay_in_scratch(scratch, m, out);
+  };
   auto ids = list_subjects(o.zoo_dir, o.only);
   if (!ids) return fail(ids.message());
   const bool tty = !f.quiet && isatty(fileno(stderr));
@@ -99,6 +126,8 @@ int bench_main(const BenchFlags& f) {
     for (const auto& r : rows) std::printf("%s", bench_fix_row(r).c_str());
     std::printf("\n%s", bench_fix_totals(rows).c_str());
   }
+  std::error_code scratch_ec;
+  fs::remove_all(scratch, scratch_ec);
 
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -106,15 +135,29 @@ int bench_main(const BenchFlags& f) {
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  const fs::path base = fs::path(f.out) / fmt::format("bench-{}", stamp);
+  // A second run within the same second gets bench-STAMP-2, -3, ...: never an existing file's name.
+  fs::path base;
+  for (int n = 1;; ++n) {
+    base = fs::path(f.out) / fmt::format("bench-{}{}", stamp, n > 1 ? fmt::format("-{}", n) : "");
+    const std::string b = base.string();
+    if (!fs::exists(b + ".csv") && !fs::exists(b + ".json") && !fs::exists(b + ".md")) break;
+  }
   for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
                            {".json", bench_json(rows).dump(2) + "\n"},
                            {".md", bench_markdown(rows) + (o.fix ? "\n" + bench_fix_markdown(rows) : "")}}) {
     if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
   }
   std::printf("results: %s.{csv,json,md}\n", base.c_str());
-  for (const auto& r : rows)
-    if (!r.error.empty() || r.triggered < r.runs) return kExitNonFinite;  // some subject did not always trigger
+  for (const auto& r : rows) {
+    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
+    if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
+      std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
+                   r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
+      return kExitNonFinite;
+    }
+    // A trigger on another op than the subject's facts name is a wrong answer, not a success.
+    if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
+  }
   for (const auto& r : rows)
     if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
   return kExitClean;
@@ -128,16 +171,29 @@ void add_bench_command(CLI::App& app, Action& action) {
       "bench",
       "Run the benchmark zoo (the study's bugs rebuilt as ONNX models, zoo/<id>/manifest.toml): hunt each subject "
       "with --runs seeds, print a row per bug as results arrive and write CSV/JSON/Markdown files.\n"
-      "Exit 0 every subject triggered in every run, 1 some did not, 2 error. Export the models first: "
+      "Exit 0 every subject triggered in every run on the op its manifest expects, 1 some did not (or fired on "
+      "another op), 2 error. Export the models first: "
       "/usr/bin/python3 zoo/zoo_export.py");
   cmd->add_option("zoo", f->zoo, "the zoo folder")->capture_default_str();
   cmd->add_option("--runs", f->runs, "seeds per subject")->capture_default_str();
   cmd->add_option("--variant", f->variant, "override every manifest: grist, grist-ns, original, random")
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
-  cmd->add_option("--time-limit", f->time_limit, "seconds per run")->capture_default_str();
+  cmd->add_option("--time-limit", f->time_limit, "per run: 90s, 1.5m, 2h, or a bare number of seconds")
+      ->capture_default_str();
+  cmd->add_option("--max-iterations", f->max_iterations,
+                  "iterations per hazard, for every subject (the weights join after a quarter of them instead of "
+                  "after a quarter of the time): a run whose outcome does not depend on the machine's speed");
   cmd->add_option("--only", f->only, "comma-separated subject ids, e.g. 2a,14,26");
   cmd->add_option("--seed", f->seed, "seed of the first run (run k uses seed+k)")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the result files")->capture_default_str();
+  cmd->add_option("--reach", f->reach,
+                  "how far each hunt goes beyond the inputs: inputs (as GRIST), training (crafted training batches "
+                  "too), weights (the weights too, the default)")
+      ->check(CLI::IsMember({"inputs", "training", "weights"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-replay", f->no_replay,
+                "do not replay each trigger's witness (by default every witness is written to a scratch folder "
+                "and replayed as `grist replay` would, and the table says how many fail again)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->add_flag("--fix", f->fix,
                 "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "

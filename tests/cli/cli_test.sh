@@ -45,13 +45,15 @@ expect "log(softmax) on wide logits names Log" 1 "node '/Log' \(Log\)" -- "$GRIS
 expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
 expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
-expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(--assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01
+expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(your statement: --assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights
+expect "scan --sarif writes the report" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
+expect "scan --sarif never overwrites a file" 2 "scan.sarif: exists already; not overwriting it" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
 expect "--assume of a value the model lacks" 2 "--assume y: the model has no input or weight of that name \(its inputs: x\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume y=0,1
 expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=1
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
-expect "hunt the bug-26 toy" 1 "TRIGGERED at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
+expect "hunt the bug-26 toy" 1 "TRIGGERED \(input-reached\) at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
 expect "replay of a missing witness" 2 "cannot open" -- "$GRIST" replay "$TMP/w/none.json"
@@ -90,6 +92,31 @@ expect "a loss that is not a scalar" 2 "must be a float scalar" -- "$GRIST" hunt
 printf '[parameter]\nchange=abc\n' >"$TMP/experiments.conf"
 expect "experiments.conf with a bad value names file, line and key" 2 "experiments.conf:2: key 'change'" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf "$TMP/experiments.conf" -q
 
+# grist bench on a zoo of one subject (the logistic-regression toy), by iteration budget.
+mkdir -p "$TMP/zoo/toy"
+sed "s|^model = .*|model = \"$M/logreg_toy.onnx\"|" "$M/logreg_toy.toml" >"$TMP/zoo/toy/manifest.toml"
+cp "$TMP/zoo/toy/manifest.toml" "$TMP/toy_manifest.toml"
+printf 'op = "Log"\n' >>"$TMP/zoo/toy/manifest.toml"
+expect "bench: every run triggers on the expected op" 0 "toy +Log +2/2 .* Log '/Log' \(monitored forward\)" -- "$GRIST" bench "$TMP/zoo" --runs 2 --max-iterations 1000 -q --out "$TMP/bench"
+expect "bench: the same second gets new result files" 0 "results: .*bench-[0-9-]+\.\{csv" -- "$GRIST" bench "$TMP/zoo" --runs 1 --max-iterations 1000 -q --out "$TMP/bench"
+expect "bench: result files never overwritten (one set per run)" 0 "^2$" -- bash -c "ls '$TMP/bench'/*.csv | wc -l"
+cp "$TMP/toy_manifest.toml" "$TMP/zoo/toy/manifest.toml"
+printf 'op = "Div"\n' >>"$TMP/zoo/toy/manifest.toml"
+expect "bench: a trigger on another op than expected fails" 1 "toy +Div +1/1 .* Log '/Log'" -- "$GRIST" bench "$TMP/zoo" --runs 1 --max-iterations 1000 -q --out "$TMP/bench"
+cp "$TMP/toy_manifest.toml" "$TMP/zoo/toy/manifest.toml"
+sed -i 's/^\[search\]$/[search]\nvariant = "original"/' "$TMP/zoo/toy/manifest.toml"
+printf 'op = "Log"\n' >>"$TMP/zoo/toy/manifest.toml"
+expect "bench: a subject that does not trigger fails" 1 "toy +Log +0/1" -- "$GRIST" bench "$TMP/zoo" --runs 1 --max-iterations 300 -q --out "$TMP/bench"
+mkdir -p "$TMP/zoo/broken" && echo 'model = "gone.onnx"' >"$TMP/zoo/broken/manifest.toml"
+expect "bench: a subject whose model is missing is a failing row" 1 "broken .*gone.onnx is missing" -- "$GRIST" bench "$TMP/zoo" --only broken --runs 1 -q --out "$TMP/bench"
+expect "bench: --runs 0" 2 "--runs must be at least 1" -- "$GRIST" bench "$TMP/zoo" --runs 0
+expect "bench: --time-limit 0" 2 "--time-limit 0: expected a positive time such as 90s" -- "$GRIST" bench "$TMP/zoo" --time-limit 0
+expect "bench: --max-iterations -1" 2 "--max-iterations must not be negative" -- "$GRIST" bench "$TMP/zoo" --max-iterations -1
+expect "bench: --only names no subject" 2 "--only nope: no subject 'nope'" -- "$GRIST" bench "$TMP/zoo" --only toy,nope
+expect "bench: the zoo is not a folder" 2 "nozoo: not a folder" -- "$GRIST" bench "$TMP/nozoo"
+expect "bench: an unknown variant" 2 "--variant: bad not in" -- "$GRIST" bench "$TMP/zoo" --variant bad
+touch "$TMP/a_file"
+expect "bench: --out is a file" 2 "a_file: cannot create" -- "$GRIST" bench "$TMP/zoo" --only toy --runs 1 --max-iterations 10 -q --out "$TMP/a_file"
 F="--max-iterations 50 --train-steps 5 --data-batches 1"
 expect "fix the bug-26 toy: both logs repaired and verified" 0 "2 fixed, 0 not" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F
 expect "the repaired model is written beside the others, checked" 0 "" -- test -s "$TMP/fix/logreg_toy.fixed.onnx"

@@ -2,10 +2,12 @@
 // behaviour the product hunts for (underflow to 0, NaN rows, 0/0 loss means), the opset-dependent axis
 // semantics, gradients against finite differences, and error paths.
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include <gtest/gtest.h>
 
+#include "support/onnx_reference.h"
 #include "support/op_test_util.h"
 
 namespace grist {
@@ -231,6 +233,36 @@ TEST(SoftmaxCrossEntropyLoss, HugeLogitGapGivesAFiniteLoss) {
 TEST(SoftmaxCrossEntropyLoss, RejectsLabelsOutOfRange) {
   const Tensor scores = Tensor::from<float>(Shape{1, 2}, {0, 0});
   EXPECT_FALSE(try_run_node(node_spec("SoftmaxCrossEntropyLoss"), {scores, Tensor::from<int64_t>(Shape{1}, {2})}).is_ok());
+}
+
+// Every case of the ONNX project's own reference data for the fused op (not the _expanded forms, which
+// rebuild it from other ops): means with class weights and ignore_index, 1-D to 5-D spatial targets, the
+// optional log_prob output. 34 cases in Debian 12's libonnx-testdata, all of which must run and pass; the
+// same for NegativeLogLikelihoodLoss's 18.
+void expect_every_reference_case_passes(const std::string& prefix, int cases) {
+  namespace fs = std::filesystem;
+  const fs::path dir = testing::onnx_node_test_dir();
+  ASSERT_TRUE(fs::is_directory(dir)) << dir << " missing: install libonnx-testdata";
+  int passed = 0, outputs = 0;
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.find("_expanded") == std::string::npos) found.push_back(e.path());
+  }
+  for (const fs::path& p : found) {
+    const testing::ReferenceCase c = testing::run_reference_case(p);
+    EXPECT_EQ(c.outcome, testing::ReferenceCase::Outcome::Passed) << p.filename().string() << ": " << c.message;
+    if (c.outcome == testing::ReferenceCase::Outcome::Passed) ++passed, outputs += c.outputs;
+  }
+  std::printf("%s*: %d of %zu ONNX reference cases pass (%d outputs compared)\n", prefix.c_str(), passed,
+              found.size(), outputs);
+  EXPECT_EQ(static_cast<int>(found.size()), cases);
+}
+
+TEST(SoftmaxCrossEntropyLoss, MatchesEveryOnnxReferenceCase) { expect_every_reference_case_passes("test_sce_", 34); }
+
+TEST(NegativeLogLikelihoodLoss, MatchesEveryOnnxReferenceCase) {
+  expect_every_reference_case_passes("test_nllloss_", 18);
 }
 
 TEST(SoftmaxCrossEntropyLossGradient, LossOutputOnly) { check_loss_gradients("SoftmaxCrossEntropyLoss", 1); }
