@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fix/patterns.h"
 #include "ops/registry.h"
 
 namespace grist {
@@ -35,25 +36,19 @@ bool is_constant_equal(const Graph& g, ValueId v, double want) {
   return t && t->numel() == 1 && t->get_as_double(0) == want;
 }
 
-// Moves the objective upstream where a pattern makes the study's template the right one, and says why.
+// Moves the objective upstream where a pattern makes the study's template the right one, and names the pattern.
 void refine_by_pattern(const Graph& g, HazardSite& s) {
   const Node* p = producer_of(g, s.operand_value);
   if (!p) return;
   if (s.op_type == "Log") {
     if (p->op_type == "Softmax") {
       s.pattern = "log(softmax)";
-      s.fix_hint = "compute log-probabilities with LogSoftmax (torch.log_softmax, tf.nn.log_softmax) instead of "
-                   "log(softmax(x)), or fuse into the loss (CrossEntropyLoss, softmax_cross_entropy_with_logits)";
     } else if (p->op_type == "Sigmoid") {
       s.pattern = "log(sigmoid)";
-      s.fix_hint = "use logsigmoid (F.logsigmoid, tf.math.log_sigmoid) or BCEWithLogitsLoss instead of "
-                   "log(sigmoid(x))";
     } else if (p->op_type == "Sub" && p->has_input(0) && p->has_input(1) && is_constant_equal(g, p->inputs[0], 1.0)) {
       s.pattern = "log(1 - v)";
       s.objective = Objective::MinAbsOneMinus;
       s.objective_value = p->inputs[1];
-      s.fix_hint = "clamp before the log: log(clamp(1 - v, min=eps)); for probabilities from a sigmoid use "
-                   "BCEWithLogitsLoss / sigmoid_cross_entropy_with_logits";
     }
   } else if (s.op_type == "Div" && p->op_type == "ReduceSum") {
     const Node* e = p->has_input(0) ? producer_of(g, p->inputs[0]) : nullptr;
@@ -61,7 +56,6 @@ void refine_by_pattern(const Graph& g, HazardSite& s) {
       s.pattern = "softmax denominator sum(exp(v))";
       s.objective = Objective::Max;
       s.objective_value = e->inputs[0];
-      s.fix_hint = "subtract the row max before exp (a stable softmax), or use Softmax/LogSoftmax ops";
     }
   }
 }
@@ -93,8 +87,9 @@ std::vector<HazardSite> find_hazards(const Graph& g) {
       s.objective = spec.objective;
       s.objective_value = operand;
       s.condition = fmt::format("{} {}", node.op_type, spec.condition);
-      s.fix_hint = std::string(spec.fix_hint);
       refine_by_pattern(g, s);
+      // From the catalogue `grist fix` applies, so the hint and the fix never disagree.
+      s.fix_hint = fix_hint_for(g, n, s.failure, s.operand);
       sites.push_back(std::move(s));
     }
   }

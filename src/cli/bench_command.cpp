@@ -32,6 +32,8 @@ struct BenchFlags {
   std::string reach = "weights";
   bool no_replay = false;
   bool quiet = false;
+  bool fix = false;
+  double fix_hunt_seconds = 5;
 };
 
 // Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
@@ -78,7 +80,10 @@ int bench_main(const BenchFlags& f) {
   o.time_limit_s = *limit;
   o.max_iterations = f.max_iterations;
   o.only = split_commas(f.only);
-  if (o.runs < 1) return fail("--runs must be at least 1");
+  o.fix = f.fix;
+  o.fix_hunt_seconds = f.fix_hunt_seconds;
+  if (f.fix) o.fix_out = (fs::path(f.out) / "fixed").string();
+  if (o.runs < (f.fix ? 0 : 1)) return fail(f.fix ? "--runs must not be negative" : "--runs must be at least 1");
   if (f.seed < 0) return fail(fmt::format("--seed {}: must not be negative", f.seed));
   if (o.max_iterations < 0) return fail("--max-iterations must not be negative");
   if (!f.variant.empty()) {
@@ -116,6 +121,11 @@ int bench_main(const BenchFlags& f) {
     std::fflush(stdout);
   }
   std::printf("\n%s", bench_totals(rows).c_str());
+  if (o.fix) {
+    std::printf("\n%s", bench_fix_header().c_str());
+    for (const auto& r : rows) std::printf("%s", bench_fix_row(r).c_str());
+    std::printf("\n%s", bench_fix_totals(rows).c_str());
+  }
   std::error_code scratch_ec;
   fs::remove_all(scratch, scratch_ec);
 
@@ -134,7 +144,7 @@ int bench_main(const BenchFlags& f) {
   }
   for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
                            {".json", bench_json(rows).dump(2) + "\n"},
-                           {".md", bench_markdown(rows)}}) {
+                           {".md", bench_markdown(rows) + (o.fix ? "\n" + bench_fix_markdown(rows) : "")}}) {
     if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
   }
   std::printf("results: %s.{csv,json,md}\n", base.c_str());
@@ -148,6 +158,8 @@ int bench_main(const BenchFlags& f) {
     // A trigger on another op than the subject's facts name is a wrong answer, not a success.
     if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
   }
+  for (const auto& r : rows)
+    if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
   return kExitClean;
 }
 
@@ -183,6 +195,11 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "do not replay each trigger's witness (by default every witness is written to a scratch folder "
                 "and replayed as `grist replay` would, and the table says how many fail again)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
+  cmd->add_flag("--fix", f->fix,
+                "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "
+                "I / W / W+I (with --runs 0, only that); the repaired models go to OUT/fixed/<bug>/");
+  cmd->add_option("--fix-hunt-seconds", f->fix_hunt_seconds, "the budget of the fix's hunt check (b)")
+      ->capture_default_str();
   cmd->callback([f, &action] { action = [f] { return bench_main(*f); }; });
 }
 

@@ -1078,7 +1078,7 @@ Status bounds_unbounded(BoundsContext& c) {
   // Try the kernel at the lower bounds for the output shapes only.
   std::vector<Tensor> store(c.inputs.size());
   std::vector<const Tensor*> in(c.inputs.size(), nullptr);
-  bool shapes_known = true;
+  bool shapes_known = true, widened = false;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     const IntervalTensor* t = c.input(i);
     if (!t) continue;
@@ -1087,6 +1087,16 @@ Status bounds_unbounded(BoundsContext& c) {
       in[i] = t->exact.get();
     } else if (t->shape_known) {
       store[i] = bound_tensor(*t, false);
+      in[i] = &store[i];
+      widened |= store[i].dtype() == DType::Float64 && t->dtype != DType::Float64;
+    }
+  }
+  // Float bounds run as float64: a float32 constant beside them (a comparison with 0) must match, or the kernel
+  // refuses the mixed types and the output's shape is lost.
+  for (size_t i = 0; widened && i < c.inputs.size(); ++i) {
+    const IntervalTensor* t = c.input(i);
+    if (t && t->exact && t->exact->dtype() == DType::Float32) {
+      cast_tensor(*t->exact, DType::Float64, store[i]);
       in[i] = &store[i];
     }
   }

@@ -314,4 +314,66 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
   return r;
 }
 
+Result<WitnessData> read_witness(const std::string& json_path) {
+  nlohmann::json j;
+  {
+    std::ifstream f(json_path);
+    GRIST_CHECK(f.good(), "{}: cannot open file", json_path);
+    try {
+      f >> j;
+    } catch (const std::exception& e) {
+      return make_error("{}: not a grist witness (invalid JSON: {})", json_path, e.what());
+    }
+  }
+  GRIST_CHECK(j.is_object() && j.contains("grist_witness") && j.contains("model") && j.contains("npz"),
+              "{}: not a grist witness (the sidecar JSON that `grist hunt` writes)", json_path);
+  WitnessData w;
+  try {
+    w.model = j.at("model").get<std::string>();
+    w.producer = j.at("producer").at("node").get<std::string>();
+    w.hazard_id = j.at("hazard").at("id").get<int>();
+    w.hazard_node = j.at("hazard").at("node").get<std::string>();
+    auto pass = parse_pass_name(j.at("pass").get<std::string>());
+    if (!pass) return make_error("{}: {}", json_path, pass.message());
+    w.pass = *pass;
+    w.loss = j.at("loss").get<std::string>();
+    w.dropout = j.at("dropout").get<bool>();
+    w.ftz = j.at("ftz").get<bool>();
+    w.rng_state = j.at("rng_state").get<std::string>();
+    const fs::path npz = fs::path(json_path).parent_path() / j.at("npz").get<std::string>();
+    auto arrays = read_npz(npz.string());
+    if (!arrays) return arrays.error();
+    for (auto& [key, t] : *arrays) {
+      const auto colon = key.find(':');
+      GRIST_CHECK(colon != std::string::npos, "{}: unexpected array '{}'", npz.string(), key);
+      auto& to = key.substr(0, colon) == "weight" ? w.weights : w.inputs;
+      to.emplace_back(key.substr(colon + 1), std::move(t));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return make_error("{}: a field is missing or of the wrong type: {}", json_path, e.what());
+  }
+  return w;
+}
+
+Result<NonFiniteEvent> run_witness(const Graph& g, const WitnessData& w) {
+  ExecutorOptions eo;
+  eo.flush_denormals = w.ftz;
+  eo.dropout_training = w.dropout;
+  auto ex = Executor::create(g, eo);
+  if (!ex) return ex.error();
+  if (!ex->rng().set_state(w.rng_state)) return make_error("the witness's recorded random state is malformed");
+  for (const auto& [name, t] : w.inputs) GRIST_TRY(ex->set_input(name, t));
+  for (const auto& [name, t] : w.weights)
+    if (g.find_value(name) != kNoValue) GRIST_TRY(ex->set_input(name, t));
+  GRIST_TRY(ex->forward());
+  if (ex->forward_event().found) return ex->forward_event();
+  if (w.pass == TriggerPass::TrainingBackward || w.pass == TriggerPass::LossBackward) {
+    const ValueId loss = g.find_value(w.loss);
+    GRIST_CHECK(loss != kNoValue, "the loss '{}' is not in the model", w.loss);
+    GRIST_TRY(ex->backward(loss));
+    return ex->backward_event();
+  }
+  return NonFiniteEvent{};
+}
+
 }  // namespace grist

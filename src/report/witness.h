@@ -38,4 +38,22 @@ struct ReplayResult {
 // Re-runs the recorded pass on the recorded data and compares the first producer.
 Result<ReplayResult> replay_witness(const std::string& json_path);
 
+// A witness as read back from its sidecar and arrays, to re-run on another model (a repaired one).
+struct WitnessData {
+  std::string model;                       // the model it was found on
+  std::string producer;                    // the node that produced the first non-finite value
+  int hazard_id = 0;
+  std::string hazard_node;
+  TriggerPass pass = TriggerPass::Monitored;
+  std::string loss;
+  bool dropout = false, ftz = false;
+  std::string rng_state;
+  std::vector<std::pair<std::string, Tensor>> inputs, weights;  // input:NAME and weight:NAME arrays
+};
+Result<WitnessData> read_witness(const std::string& json_path);
+
+// The recorded pass re-run on `g` with the witness's data (weights by name where `g` has them): the first
+// non-finite producer it meets, or none.
+Result<NonFiniteEvent> run_witness(const Graph& g, const WitnessData& w);
+
 }  // namespace grist

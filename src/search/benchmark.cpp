@@ -154,6 +154,7 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       break;
     }
   }
+  if (o.fix) r.fix = fix_subject(id, (dir / "manifest.toml").string(), o);
   return r;
 }
 

@@ -16,6 +16,9 @@ namespace grist {
 
 struct BenchOptions {
   std::string zoo_dir;
+  bool fix = false;                // also run grist fix on each subject (bench --fix)
+  double fix_hunt_seconds = 5;     // the fix's check (b) budget
+  std::string fix_out;             // folder for the repaired models (one per subject), empty: not written
   std::vector<std::string> only;   // subject ids; empty: all
   int runs = 10;                   // seeds per subject
   uint64_t first_seed = 1;
@@ -28,6 +31,27 @@ struct BenchOptions {
   // Replays a trigger's witness the way `grist replay` does (the caller writes and reads it): true when the
   // same producer fails again. Null: triggers are not replayed.
   std::function<Result<bool>(const Manifest&, const HazardOutcome&)> replay;
+};
+
+// grist fix on a subject: the repair of its expected hazard and that repair's checks, the preconditions, and the
+// subject's other may-fail hazards.
+struct SubjectFix {
+  bool ran = false;
+  std::string error;
+  std::string hazard;            // the expected hazard's label ("#3 Log '/Log' (...)")
+  std::string repair;            // the catalogue id of its repair, empty: none proved
+  std::string pattern;
+  double constant = 0;
+  std::string a, b, c, d;        // the checks' states
+  bool verified = false;         // repaired, and every check passed or did not apply
+  bool pre_i = false, pre_w = false, pre_wi = false;  // preconditions found
+  bool pre_i_holds_data = false, pre_wi_holds_data = false;  // the input boxes hold the manifest's data
+  double width_i = 0, width_w = 0, width_wi = 0;     // the tightest box's width relative to its assumed range
+  double size_i = 0, size_w = 0, size_wi = 0;        // the boxes' relative size over all variables (geometric mean)
+  bool max_i = false, max_w = false, max_wi = false; // checked maximal: widening any bound by 1 % breaks the proof
+  int hazards = 0, fixed = 0;    // the subject's hazards to repair, and how many were fixed
+  double seconds = 0;
+  std::string fixed_model;       // where the repaired model was written
 };
 
 struct SubjectResult {
@@ -52,6 +76,7 @@ struct SubjectResult {
   std::optional<int64_t> study_iterations;
   std::string note;
   std::string error;                 // non-empty: the subject could not run
+  SubjectFix fix;                    // with BenchOptions::fix
 
   int count(FindingClass c) const { return by_class[static_cast<int>(c)]; }
   // Triggers a run of the program reaches (input- or training-reached): what GRIST's own figures count.
@@ -67,7 +92,11 @@ struct SubjectResult {
 // an unknown id in `only` is an error.
 Result<std::vector<std::string>> list_subjects(const std::string& zoo_dir, const std::vector<std::string>& only);
 
-// Runs one subject `runs` times; errors are kept in the result so the table can show them.
+// Runs one subject `runs` times (then grist fix on it, with BenchOptions::fix); errors are kept in the result so
+// the table can show them.
 SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& runs_done, int runs_total);
+
+// grist fix on one subject's model with its manifest (benchmark_fix.cpp).
+SubjectFix fix_subject(const std::string& id, const std::string& manifest_path, const BenchOptions& o);
 
 }  // namespace grist

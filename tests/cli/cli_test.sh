@@ -117,6 +117,19 @@ expect "bench: the zoo is not a folder" 2 "nozoo: not a folder" -- "$GRIST" benc
 expect "bench: an unknown variant" 2 "--variant: bad not in" -- "$GRIST" bench "$TMP/zoo" --variant bad
 touch "$TMP/a_file"
 expect "bench: --out is a file" 2 "a_file: cannot create" -- "$GRIST" bench "$TMP/zoo" --only toy --runs 1 --max-iterations 10 -q --out "$TMP/a_file"
+F="--max-iterations 50 --train-steps 5 --data-batches 1"
+expect "fix the bug-26 toy: both logs repaired and verified" 0 "2 fixed, 0 not" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F
+expect "the repaired model is written beside the others, checked" 0 "" -- test -s "$TMP/fix/logreg_toy.fixed.onnx"
+expect "fix again: a new file, the first kept" 0 "logreg_toy.fixed-2.onnx" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions
+expect "the repaired model scans clean" 0 "0 may fail" -- "$GRIST" scan "$TMP/fix/logreg_toy.fixed.onnx" --manifest "$M/logreg_toy.toml"
+expect "the repaired model hunts clean" 0 "0 of .* triggered|nothing to hunt" -- "$GRIST" hunt "$TMP/fix/logreg_toy.fixed.onnx" --manifest "$M/logreg_toy.toml" --max-iterations 300 -q --no-witness
+expect "fix as JSON" 0 '"fixed": true' -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --json --no-preconditions
+expect "fix with SARIF fixes" 0 "" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions --sarif "$TMP/fix.sarif"
+expect "the SARIF holds a fix per repaired result" 0 '"artifactChanges"' -- cat "$TMP/fix.sarif"
+expect "SARIF is never written over a file" 2 "fix.sarif: cannot create" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions --sarif "$TMP/fix.sarif"
+expect "fix a hazard the model lacks" 2 "--hazard '/Nope' names no hazard" -- "$GRIST" fix "$M/logreg_toy.toml" --hazard /Nope --out "$TMP/fix"
+expect "fix a model without hazards: nothing written" 0 "no repair was applied" -- "$GRIST" fix "$M/mlp.onnx" --out "$TMP/fix" $F
+expect "fix the witness's hazard" 0 "witness: .*passed" -- "$GRIST" fix "$M/logreg_toy.toml" --witness "$TMP/w/witness-logreg_toy-h1.json" --out "$TMP/fix" $F --no-preconditions
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

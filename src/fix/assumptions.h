@@ -1,0 +1,33 @@
+// The ranges every proof of `grist fix` is made under, stated rather than left to the scan's defaults: the
+// manifest's input ranges as the scan reads them, and for each weight the model trains an explicit range
+// (the manifest's [scan] trained_weights, else RANUM's: its initial span widened by 100 %, [−10, 10] when
+// zero-initialised), passed to the scan as `assumed` so the proof says what it relies on.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "analysis/scan.h"
+#include "config/manifest.h"
+#include "graph/graph.h"
+
+namespace grist {
+
+struct StatedRange {
+  Interval range;
+  std::string why;
+};
+
+// The trained weights' ranges (no manifest: every float weight of more than one element trains, as RANUM
+// assumes; a manifest that does not train: none).
+std::map<std::string, StatedRange> trained_weight_ranges(const Graph& g, const Manifest* manifest);
+
+// The weights the model trains (the same rule), by name.
+std::vector<std::string> trained_weights(const Graph& g, const Manifest* manifest);
+
+// Scan options with the manifest, the batch and the trained weights' ranges stated; `extra` overrides them
+// (a precondition's box, the user's --assume).
+ScanOptions stated_scan_options(const Graph& g, const Manifest* manifest, int64_t batch,
+                                const std::map<std::string, Interval>& extra = {});
+
+}  // namespace grist
