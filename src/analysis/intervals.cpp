@@ -209,18 +209,10 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         a.assumptions.push_back({v.name, "trained weight", h, "its initial value"});
         break;
       case TrainedWeights::RanumDefault: {
-        Interval range;
-        const char* why = "RANUM's default (--ranum-weights): initial span widened by 100 %";
-        if (h.lo == 0 && h.hi == 0) {
-          range = {-10, 10}, why = "RANUM's default (--ranum-weights): zero-initialised, [-10, 10]";
-        } else {
-          const double half = (h.hi - h.lo) / 2, mid = h.lo + half;
-          range = h.lo == h.hi ? Interval{h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}
-                               : Interval{mid - 2 * half, mid + 2 * half};
-        }
-        a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), range);
+        const RanumRange r = ranum_default_range(init);
+        a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), r.range);
         a.stated[static_cast<size_t>(id)] = true;
-        a.assumptions.push_back({v.name, "trained weight", range, why});
+        a.assumptions.push_back({v.name, "trained weight", r.range, fmt::format("--ranum-weights: {}", r.why)});
         break;
       }
       case TrainedWeights::Steps: {

@@ -1,6 +1,7 @@
 #include "analysis/trained_weights.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ops/registry.h"
 
@@ -52,6 +53,27 @@ std::vector<bool> trained_weights(const Graph& g, const Manifest* m) {
     trained[static_cast<size_t>(id)] = listed;
   }
   return trained;
+}
+
+std::vector<std::string> trained_weight_names(const Graph& g, const Manifest* m) {
+  const std::vector<bool> trained = trained_weights(g, m);
+  std::vector<std::string> names;
+  for (ValueId id : g.initializers)
+    if (trained[static_cast<size_t>(id)]) names.push_back(g.value(id).name);
+  return names;
+}
+
+RanumRange ranum_default_range(const Tensor& init) {
+  Interval h{kInf, -kInf};
+  for (int64_t i = 0; i < init.numel(); ++i) {
+    const double v = init.get_as_double(i);
+    if (!std::isnan(v)) h = {std::min(h.lo, v), std::max(h.hi, v)};
+  }
+  if (h.lo > h.hi || (h.lo == 0 && h.hi == 0)) return {{-10, 10}, "zero-initialised: RANUM's default [-10, 10]"};
+  if (h.lo == h.hi)
+    return {{h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}, "constant initial value widened by 100 % (RANUM)"};
+  const double half = (h.hi - h.lo) / 2, mid = h.lo + half;
+  return {{mid - 2 * half, mid + 2 * half}, "span of initial values widened by 100 % (RANUM)"};
 }
 
 }  // namespace grist

@@ -18,12 +18,8 @@ struct StatedRange {
   std::string why;
 };
 
-// The trained weights' ranges (no manifest: every float weight of more than one element trains, as RANUM
-// assumes; a manifest that does not train: none).
+// The trained weights' ranges (which weights train: analysis/trained_weights.h, the scan's rule).
 std::map<std::string, StatedRange> trained_weight_ranges(const Graph& g, const Manifest* manifest);
-
-// The weights the model trains (the same rule), by name.
-std::vector<std::string> trained_weights(const Graph& g, const Manifest* manifest);
 
 // Scan options with the manifest, the batch and the trained weights' ranges stated; `extra` overrides them
 // (a precondition's box, the user's --assume).

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "data/dataset.h"
+#include "analysis/trained_weights.h"
 #include "fix/assumptions.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
@@ -71,7 +72,7 @@ bool structurally_nonnegative(const Graph& g, ValueId v, const Manifest* m) {
   const Interval any{-FLT_MAX, FLT_MAX};
   for (ValueId id : g.inputs)
     if (is_float(g.value(id).dtype)) io.assumed[g.value(id).name] = any;
-  for (const auto& name : trained_weights(g, m)) io.assumed[name] = any;
+  for (const auto& name : trained_weight_names(g, m)) io.assumed[name] = any;
   auto a = analyze_intervals(g, io);
   if (!a) return false;
   const IntervalTensor& t = a->values[static_cast<size_t>(v)];

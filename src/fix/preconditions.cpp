@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/trained_weights.h"
 #include "fix/assumptions.h"
 
 namespace grist {
@@ -251,7 +252,7 @@ Result<PreconditionSet> find_preconditions(const Graph& g, const std::string& no
   if (!base) return base.error();
   std::map<std::string, Interval> assumed;
   for (const RangeAssumption& a : base->assumptions) assumed[a.name] = a.range;
-  const std::vector<std::string> trained = trained_weights(g, o.manifest);
+  const std::vector<std::string> trained = trained_weight_names(g, o.manifest);
 
   std::vector<Variable> inputs, weights;
   for (ValueId id : g.inputs) {

@@ -11,6 +11,7 @@
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
+#include "analysis/trained_weights.h"
 #include "fix/assumptions.h"
 #include "fix/float64.h"
 
@@ -430,7 +431,7 @@ struct PairRun {
 Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions& o, bool float64, int batches) {
   const auto start = std::chrono::steady_clock::now();
   const Manifest& m = *o.manifest;
-  std::vector<std::string> wrt = trained_weights(a, &m);
+  std::vector<std::string> wrt = trained_weight_names(a, &m);
   for (const auto& name : o.data->input_names())
     if (o.data->spec(name).role == InputRole::Data) wrt.push_back(name);
   auto ra = Runner::create(a, m, o, float64);
@@ -580,7 +581,7 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
   const ValueId loss = g.find_value(m.loss);
   GRIST_CHECK(loss != kNoValue, "the loss '{}' is not a value of the model", m.loss);
   std::vector<ValueId> params;
-  for (const auto& name : trained_weights(g, &m)) params.push_back(g.find_value(name));
+  for (const auto& name : trained_weight_names(g, &m)) params.push_back(g.find_value(name));
   Optimizer opt(m.train.optimizer, params);
   Batch b;
   for (int64_t step = 1; step <= steps; ++step) {

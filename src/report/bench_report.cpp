@@ -205,7 +205,6 @@ std::string bench_markdown(const std::vector<SubjectResult>& rows) {
 
 namespace {
 
-std::string mark(bool found, double width) { return found ? fmt::format("{:.3g}", width) : "-"; }
 std::string mark(bool found, double size, double width) {
   return found ? fmt::format("{:.2g}/{:.2g}", size, width) : "-";
 }

@@ -10,6 +10,7 @@
 
 #include "analysis/scan.h"
 #include "engine/executor.h"
+#include "fix/assumptions.h"
 #include "fix/patterns.h"
 #include "fix/rewrite.h"
 #include "onnx/export.h"
@@ -64,8 +65,10 @@ Graph load(const fs::path& p) {
   return g ? std::move(g).value() : Graph{};
 }
 
+// The inputs in `inputs`; the weights in the ranges `grist fix` states (RANUM's: they train, and an
+// unbounded weight would leave no repair provable).
 ScanOptions ranges(const Graph& g, Interval inputs) {
-  ScanOptions o;
+  ScanOptions o = stated_scan_options(g, nullptr, 0);
   for (ValueId id : g.inputs) o.assumed[g.value(id).name] = inputs;
   return o;
 }
