@@ -58,9 +58,9 @@ struct Reader {
   Result<bool> boolean(const toml::table& t, const std::string& prefix, const std::string& key, bool fallback) const {
     const toml::node* n = t.get(key);
     if (!n) return fallback;
-    auto v = n->value<bool>();
-    if (!v) return error(prefix + key, "must be true or false");
-    return *v;
+    // A TOML boolean only: value<bool>() would also take an integer (1 for true).
+    if (!n->is_boolean()) return error(prefix + key, "must be true or false");
+    return n->as_boolean()->get();
   }
 
   Result<std::pair<double, double>> pair(const toml::table& t, const std::string& prefix, const std::string& key) const {
@@ -359,10 +359,12 @@ Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base
   }
   if (const toml::table* batch = root.get_as<toml::table>("batch")) {
     GRIST_TRY(r.only_keys(*batch, "batch", {"size", "shuffle"}));
-    auto size = r.number(*batch, "batch.", "size", 0);
-    if (!size) return size.error();
-    if (*size < 1 || *size != std::floor(*size)) return r.error("batch.size", "must be a positive integer");
-    m.batch_size = static_cast<int64_t>(*size);
+    if (batch->get("size")) {  // without it, the batch size is decided from the model or the command line
+      auto size = r.number(*batch, "batch.", "size", 0);
+      if (!size) return size.error();
+      if (*size < 1 || *size != std::floor(*size)) return r.error("batch.size", "must be a positive integer");
+      m.batch_size = static_cast<int64_t>(*size);
+    }
     auto shuffle = r.boolean(*batch, "batch.", "shuffle", true);
     if (!shuffle) return shuffle.error();
     m.shuffle = *shuffle;
