@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "config/manifest.h"
+#include "engine/executor.h"
 #include "onnx/import.h"
 #include "report/hunt_report.h"
 #include "report/witness.h"
@@ -147,6 +148,10 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   if (!manifest) return fail(manifest.message());
   auto graph = import_onnx_file(manifest->model);
   if (!graph) return fail(graph.message());
+  // A model grist cannot run is an error, not "nothing to hunt": its unknown ops (LSTM, say) are no
+  // hazard site only because grist does not know them.
+  if (auto runnable = Executor::create(*graph); !runnable)
+    return fail(fmt::format("{}: {}", manifest->model, runnable.message()));
   default_inputs(*graph, *manifest);
 
   HuntOptions o;

@@ -53,6 +53,7 @@ expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRI
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
+expect "hunt of a model with unsupported ops is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" hunt "$M/unsupported_ops.onnx" -q
 expect "hunt the bug-26 toy" 1 "TRIGGERED at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
