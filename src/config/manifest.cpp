@@ -259,10 +259,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
 Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   // experiments.conf keys take the same path as the INI file, so their checks are shared.
   IniFile ini;
-  int fake_line = 0;
   for (auto&& [k, v] : t) {
     std::string key(k.str());
-    ++fake_line;
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s")
@@ -272,9 +270,10 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     else if (auto d = v.value<double>()) text = fmt::format("{}", *d);
     else if (auto s = v.value<std::string>()) text = *s;
     else return r.error("search." + key, "must be a number, a boolean or a string");
-    ini["parameter"][key] = IniEntry{text, fake_line};
+    // The key's own line in the manifest, so the shared checks say "m.toml:LINE: key 'change': ...".
+    ini["parameter"][key] = IniEntry{text, static_cast<int>(v.source().begin.line)};
   }
-  auto st = apply_experiments_conf(ini, r.source + " [search]", m.search);
+  auto st = apply_experiments_conf(ini, r.source, m.search);
   if (!st) return st;
   const std::string p = "search.";
   auto variant = r.string(t, p, "variant", "");
