@@ -74,6 +74,20 @@ struct Reader {
   std::string resolve(const std::string& p) const { return fs::path(p).is_absolute() ? p : (dir / p).string(); }
 };
 
+// Messages quote what the file holds (the parser's "saw 'fals\n'", a key or string with a newline in it):
+// control characters escaped, so an error stays one line.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+
 // A nested array of numbers → a float64 tensor (rows are samples).
 Result<Tensor> tensor_of_array(const toml::array& a, const Reader& r, const std::string& key) {
   std::vector<int64_t> dims;
@@ -323,7 +337,15 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
 
 }  // namespace
 
+static Result<Manifest> read_manifest_unescaped(const std::string& path, const SearchConfig& base);
+
 Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base) {
+  auto m = read_manifest_unescaped(path, base);
+  if (!m) return make_error("{}", one_line(m.message()));
+  return m;
+}
+
+static Result<Manifest> read_manifest_unescaped(const std::string& path, const SearchConfig& base) {
   toml::table root;
   try {
     root = toml::parse_file(path);

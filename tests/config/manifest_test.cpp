@@ -258,6 +258,9 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
   const std::string model = "model = \"m.onnx\"\n";
   const Case cases[] = {
       {"model = \n", ":1:"},  // TOML syntax: line and column
+      {"model = \"m.onnx\"\nloss = fals\n", ":2:12: not valid TOML: Error while parsing boolean: expected 'false', saw "
+                                            "'fals\\n'"},  // the parser quotes the newline it saw: escaped
+      {"model = \"m.onnx\"\n\"a\\nb\" = 1\n", "key 'a\\nb': unknown key"},
       {"model = \"m.onnx\"\nmodle = 1\n", "key 'modle': unknown key (expected one of: batch, expect, inputs"},
       {"loss = \"l\"\n", "key 'model': is required"},
       {"model = 3\n", "key 'model': must be a string"},
