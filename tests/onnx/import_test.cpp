@@ -6,6 +6,7 @@
 
 #include "engine/executor.h"
 #include "onnx/import.h"
+#include "onnx/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -134,6 +135,21 @@ TEST(Import, ZeroStridesOrDilationsAreRefusedBeforeShapeInference) {
   }
   auto valid = import_onnx_bytes(one_node_model("Conv", "strides", {1, 1}, true), "good.onnx");
   EXPECT_TRUE(valid.is_ok()) << valid.message();
+}
+
+// ONNX stores a bool in a byte; a byte other than 0 or 1 must come out as true, not as a bool holding 35
+// (undefined behaviour wherever it is read; found by the import fuzzer through a Dropout's training flag).
+TEST(Import, BoolRawDataOtherThanZeroOrOneReadsAsTrue) {
+  onnx::TensorProto p;
+  p.set_name("mask");
+  p.set_data_type(onnx::TensorProto::BOOL);
+  p.add_dims(4);
+  p.set_raw_data(std::string("\x00\x23\x01\xff", 4));
+  auto t = tensor_from_proto(p);
+  ASSERT_TRUE(t.is_ok()) << t.message();
+  ASSERT_EQ(t->dtype(), DType::Bool);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(t->raw());
+  EXPECT_EQ(std::vector<int>(bytes, bytes + 4), (std::vector<int>{0, 1, 1, 1}));
 }
 
 TEST(Import, MissingFileSaysSo) {
