@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (as root on Debian 12):
-#   make demo   installs what is missing, builds, and runs grist on a bundled example model
+#   make demo   installs what is missing, builds, hunts a bundled example until it triggers and replays its witness
 #   make test   installs what is missing, builds, and runs every test (the command CI runs)
 BUILD ?= build
 JOBS ?= 2
@@ -56,8 +56,11 @@ zoo-slice: deps
 zoo-bench: build zoo
 	$(GRIST) bench zoo --runs 10 --time-limit 60
 
+# The main job on a bundled example: a hunt that triggers and saves a witness, then its replay.
 demo: build
-	$(GRIST) run examples/log_softmax.onnx --range=-60,60 --batch 4 --seed 1; test $$? -le 1
+	rm -rf $(BUILD)/demo-witnesses
+	$(GRIST) hunt examples/logistic_regression.toml --out $(BUILD)/demo-witnesses; test $$? -eq 1
+	$(GRIST) replay $(BUILD)/demo-witnesses/witness-logistic_regression-h1.json; test $$? -eq 1
 
 bench: build
 	$(BUILD)/bench/engine_bench

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cfloat>
 
+#include "analysis/trained_weights.h"
+#include "analysis/training_bounds.h"
 #include "data/load.h"
 #include "ops/registry.h"
 
@@ -14,7 +16,6 @@ namespace {
 constexpr Interval kDefaultInput{-50, 50};
 constexpr Interval kDefaultInteger{0, 20};
 constexpr Interval kDefaultDropoutRatio{0.1, 0.9};
-constexpr Interval kZeroWeight{-10, 10};
 
 bool is_random_op(std::string_view t) {
   return t == "Dropout" || t == "RandomNormal" || t == "RandomUniform" || t == "RandomNormalLike" ||
@@ -87,11 +88,27 @@ bool feeds_dropout_ratio(const Graph& g, ValueId id) {
   return false;
 }
 
-bool weights_train(const IntervalOptions& o, const std::string& name) {
-  if (!o.manifest) return true;  // no manifest: RANUM's assumption that weights move
-  const TrainSpec& t = o.manifest->train;
-  if (!t.enabled) return false;
-  return t.all_params || std::find(t.params.begin(), t.params.end(), name) != t.params.end();
+double max_abs(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(t.get_as_double(i)));
+  return m;
+}
+
+// Every element of `init` widened by `radius` (elementwise while small, blocks beyond).
+IntervalTensor around(const Tensor& init, double radius) {
+  IntervalTensor t = IntervalTensor::filled(init.dtype(), init.shape(), {-kInf, kInf});
+  const int64_t n = init.numel();
+  t.lo.resize(static_cast<size_t>(n));
+  t.hi.resize(static_cast<size_t>(n));
+  t.blocks = Shape{};
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = init.get_as_double(i);
+    t.lo[static_cast<size_t>(i)] = v - radius;
+    t.hi[static_cast<size_t>(i)] = v + radius;
+  }
+  if (n == 1) t.lo.resize(1), t.hi.resize(1);
+  t.partition_if_large();
+  return t;
 }
 
 }  // namespace
@@ -111,6 +128,16 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
   }
   IntervalAnalysis a;
   a.values.assign(g.values.size(), IntervalTensor::unknown(DType::Undefined));
+  a.trained = trained_weights(g, o.manifest);
+  // The optimizer's reach in o.steps steps, once for every weight (it sums a bound per step).
+  const std::optional<double> step_move = o.trained == TrainedWeights::Steps && o.manifest
+                                              ? max_weight_move(o.manifest->train.optimizer, o.steps)
+                                              : std::nullopt;
+  a.stated.assign(g.values.size(), false);
+  const std::string trained_why =
+      o.manifest ? fmt::format("trained by {}: any value, unless you state a range", 
+                               optimizer_kind_name(o.manifest->train.optimizer.kind))
+                 : "no manifest: taken to train (any value) unless you state a range";
   const int64_t batch = o.batch > 0 ? o.batch : (o.manifest && o.manifest->batch_size > 0 ? o.manifest->batch_size : 1);
 
   for (ValueId id : g.inputs) {
@@ -134,7 +161,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         if (it->second.role == InputRole::Label) kind = "label";
       }
     }
-    if (auto it = o.assumed.find(v.name); it != o.assumed.end()) range = it->second, why = "--assume";
+    if (auto it = o.assumed.find(v.name); it != o.assumed.end()) range = it->second, why = "your statement: --assume";
     IntervalTensor t = known ? IntervalTensor::filled(v.dtype, shape, range) : IntervalTensor::unknown(v.dtype);
     t.lo = {range.lo};
     t.hi = {range.hi};
@@ -155,30 +182,56 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     if (auto it = o.assumed.find(v.name); it != o.assumed.end()) {
       a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), it->second);
       a.values[static_cast<size_t>(id)].snap_to_dtype();
-      a.assumptions.push_back({v.name, "weight", it->second, "--assume"});
+      a.stated[static_cast<size_t>(id)] = a.trained[static_cast<size_t>(id)];
+      a.assumptions.push_back({v.name, "weight", it->second, "your statement: --assume"});
       continue;
     }
-    // Integers (shapes, indices), scalars (eps, constants) and weights that never train are exact.
-    if (!is_float(init.dtype()) || init.numel() <= 1 || !weights_train(o, v.name)) {
+    // Integers (shapes, indices), constants and weights that never train are exact.
+    if (!is_float(init.dtype()) || !a.trained[static_cast<size_t>(id)]) {
       a.values[static_cast<size_t>(id)] = IntervalTensor::of_exact(init);
       continue;
     }
-    Interval h = tensor_hull(init);
-    Interval range;
-    std::string why;
+    const Interval h = tensor_hull(init);
     if (o.manifest && o.manifest->scan_trained_weights) {
-      range = {o.manifest->scan_trained_weights->first, o.manifest->scan_trained_weights->second};
-      why = "manifest [scan] trained_weights";
-    } else if (h.lo == 0 && h.hi == 0) {
-      range = kZeroWeight, why = "zero-initialised weight: RANUM default";
-    } else if (h.lo == h.hi) {
-      range = {h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}, why = "constant initial value widened by 100 %";
-    } else {
-      const double half = (h.hi - h.lo) / 2, mid = h.lo + half;
-      range = {mid - 2 * half, mid + 2 * half}, why = "span of initial values widened by 100 %";
+      const Interval range{o.manifest->scan_trained_weights->first, o.manifest->scan_trained_weights->second};
+      a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), range);
+      a.stated[static_cast<size_t>(id)] = true;
+      a.assumptions.push_back({v.name, "trained weight", range, "your statement: manifest [scan] trained_weights"});
+      continue;
     }
-    a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), range);
-    a.assumptions.push_back({v.name, "weight", range, why});
+    switch (o.trained) {
+      case TrainedWeights::Unbounded:
+        a.values[static_cast<size_t>(id)] = IntervalTensor::unbounded(init.dtype(), init.shape());
+        a.assumptions.push_back({v.name, "trained weight", {-kInf, kInf}, trained_why});
+        break;
+      case TrainedWeights::Initial:
+        a.values[static_cast<size_t>(id)] = IntervalTensor::of_exact(init);
+        a.assumptions.push_back({v.name, "trained weight", h, "its initial value"});
+        break;
+      case TrainedWeights::RanumDefault: {
+        Interval range;
+        const char* why = "RANUM's default (--ranum-weights): initial span widened by 100 %";
+        if (h.lo == 0 && h.hi == 0) {
+          range = {-10, 10}, why = "RANUM's default (--ranum-weights): zero-initialised, [-10, 10]";
+        } else {
+          const double half = (h.hi - h.lo) / 2, mid = h.lo + half;
+          range = h.lo == h.hi ? Interval{h.lo - std::fabs(h.lo), h.hi + std::fabs(h.hi)}
+                               : Interval{mid - 2 * half, mid + 2 * half};
+        }
+        a.values[static_cast<size_t>(id)] = IntervalTensor::filled(init.dtype(), init.shape(), range);
+        a.stated[static_cast<size_t>(id)] = true;
+        a.assumptions.push_back({v.name, "trained weight", range, why});
+        break;
+      }
+      case TrainedWeights::Steps: {
+        if (!step_move) return make_error("internal: no step bound for the training of '{}'", v.name);
+        const double r = rounded_radius(*step_move, o.steps, max_abs(init));
+        a.values[static_cast<size_t>(id)] = around(init, r);
+        a.assumptions.push_back({v.name, "trained weight", {h.lo - r, h.hi + r},
+                                 fmt::format("initial value ± {:.4g}: {} training steps", r, o.steps)});
+        break;
+      }
+    }
   }
 
   const OpRegistry& reg = OpRegistry::global();

@@ -21,6 +21,17 @@ struct RangeAssumption {
   std::string reason;  // "manifest range", "RANUM default for inputs", ...
 };
 
+// How the analysis bounds the weights the model's training updates (analysis/trained_weights.h). A range
+// the user states (`assumed`, a manifest's [scan] trained_weights) replaces each of these.
+enum class TrainedWeights {
+  Unbounded,  // any value: what a proof for every run of the program must allow
+  Initial,    // their initial values: the program before its first training step
+  Steps,      // within what `steps` updates of the manifest's optimizer can reach (analysis/training_bounds.h)
+  // RANUM's default, for comparison with it: the span of their initial values widened by 100 % ([−10, 10]
+  // when zero-initialised). A statement the user chooses (`grist scan --ranum-weights`), not a proof.
+  RanumDefault,
+};
+
 struct IntervalOptions {
   const Manifest* manifest = nullptr;  // input ranges and which weights train; null: RANUM's defaults
   int64_t batch = 0;                   // size of symbolic dimensions; 0: the manifest's batch size, else 1
@@ -29,10 +40,14 @@ struct IntervalOptions {
   // the manifest's and the defaults, and a weight so named is taken to move within that range. A name
   // that is neither an input nor an initializer is an error.
   std::map<std::string, Interval> assumed;
+  TrainedWeights trained = TrainedWeights::Unbounded;
+  int64_t steps = 0;  // with TrainedWeights::Steps
 };
 
 struct IntervalAnalysis {
   std::vector<IntervalTensor> values;        // by ValueId
+  std::vector<bool> trained;                 // by ValueId: the weights the training step updates
+  std::vector<bool> stated;                  // by ValueId: trained weights whose range the user stated
   std::vector<RangeAssumption> assumptions;
   std::vector<std::string> unbounded_nodes;  // "name (Op)" of nodes whose op has no transfer
 };

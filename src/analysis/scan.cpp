@@ -4,6 +4,11 @@
 #include <cmath>
 #include <chrono>
 
+#include <algorithm>
+
+#include "analysis/trained_weights.h"
+#include "analysis/training_bounds.h"
+
 namespace grist {
 
 std::string_view verdict_name(Verdict v) {
@@ -15,9 +20,25 @@ std::string_view verdict_name(Verdict v) {
   return "?";
 }
 
+std::string_view scope_name(Scope s) {
+  switch (s) {
+    case Scope::EveryRun: return "every run";
+    case Scope::StatedWeights: return "stated weight ranges";
+    case Scope::Steps: return "first N steps";
+    case Scope::InitialWeights: return "initial weights";
+  }
+  return "?";
+}
+
 int ScanReport::count(Verdict v) const {
   int n = 0;
   for (const auto& h : verdicts) n += h.verdict == v;
+  return n;
+}
+
+int ScanReport::count(Verdict v, Scope s) const {
+  int n = 0;
+  for (const auto& h : verdicts) n += h.verdict == v && h.scope == s;
   return n;
 }
 
@@ -95,16 +116,84 @@ bool float_outputs_bounded(const Node& node, const std::vector<IntervalTensor>& 
   return true;
 }
 
+// Whether the site's operand meets its danger zone in `values`, or its bounded inputs give an open output.
+bool may_fail_in(const HazardSite& s, const Node& node, const std::vector<IntervalTensor>& values,
+                 std::string& danger) {
+  if (meets_danger(s, node, values, danger)) return true;
+  // A finite operand can still overflow the op (a tiny divisor): an open output from bounded inputs.
+  if (inputs_bounded(node, values) && !float_outputs_bounded(node, values)) {
+    danger += " (or the result overflows)";
+    return true;
+  }
+  return false;
+}
+
+IntervalOptions interval_options(const ScanOptions& o, TrainedWeights trained, int64_t steps) {
+  IntervalOptions io;
+  io.manifest = o.manifest;
+  io.batch = o.batch;
+  io.given = o.given;
+  io.assumed = o.assumed;
+  io.trained = trained;
+  io.steps = steps;
+  return io;
+}
+
+// For each verdict in `pending` (safe at the initial weights), the most training steps its proof holds for:
+// analyses at N = 1, 4, 16, ... steps of the optimizer's bound until each has failed once (or N reaches the
+// cap), then bisection between the last safe N and the first unsafe one. Inclusion-isotonic intervals make
+// a proof at N one for every smaller N.
+Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardVerdict*>& pending) {
+  std::vector<int64_t> safe(pending.size(), 0), unsafe(pending.size(), 0);
+  auto probe = [&](int64_t n, const std::vector<size_t>& which) -> Status {
+    auto a = analyze_intervals(g, interval_options(o, TrainedWeights::Steps, n));
+    if (!a) return a.error();
+    for (size_t k : which) {
+      std::string danger;
+      const HazardSite& s = pending[k]->site;
+      if (may_fail_in(s, g.nodes[static_cast<size_t>(s.node)], a->values, danger)) {
+        if (unsafe[k] == 0 || n < unsafe[k]) unsafe[k] = n;
+      } else {
+        safe[k] = std::max(safe[k], n);
+      }
+    }
+    return Status::ok();
+  };
+  std::vector<size_t> all(pending.size());
+  for (size_t k = 0; k < all.size(); ++k) all[k] = k;
+  for (int64_t n = 1; n <= o.max_steps; n *= 4) {
+    std::vector<size_t> open;
+    for (size_t k : all)
+      if (unsafe[k] == 0) open.push_back(k);
+    if (open.empty()) break;
+    GRIST_TRY(probe(n, open));
+  }
+  // Bisection, shared by the verdicts with the same bracket; at most 10 halvings (a bracket's 1/1024).
+  for (int round = 0; round < 10; ++round) {
+    std::map<std::pair<int64_t, int64_t>, std::vector<size_t>> brackets;
+    for (size_t k : all)
+      if (unsafe[k] > safe[k] + 1) brackets[{safe[k], unsafe[k]}].push_back(k);
+    if (brackets.empty()) break;
+    for (const auto& [range, which] : brackets) GRIST_TRY(probe(range.first + (range.second - range.first) / 2, which));
+  }
+  for (size_t k = 0; k < pending.size(); ++k) {
+    HazardVerdict& v = *pending[k];
+    if (safe[k] == 0) continue;  // one step may already break it
+    v.verdict = Verdict::ProvedSafe;
+    v.scope = Scope::Steps;
+    v.safe_steps = safe[k];
+    v.steps_capped = unsafe[k] == 0;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  IntervalOptions io;
-  io.manifest = options.manifest;
-  io.batch = options.batch;
-  io.given = options.given;
-  io.assumed = options.assumed;
-  auto analysis = analyze_intervals(g, io);
+  // The proof for every run: the weights the program trains may take any value, unless the user says.
+  auto analysis = analyze_intervals(
+      g, interval_options(options, options.ranum_weights ? TrainedWeights::RanumDefault : TrainedWeights::Unbounded, 0));
   if (!analysis) return analysis.error();
   const std::vector<IntervalTensor>& values = analysis->values;
 
@@ -112,6 +201,16 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
   report.assumptions = std::move(analysis->assumptions);
   report.unbounded_nodes = std::move(analysis->unbounded_nodes);
   std::vector<HazardSite> sites = find_hazards(g);
+  const std::vector<bool> by_trained = reached_from(g, analysis->trained);
+  const std::vector<bool> by_stated = reached_from(g, analysis->stated);
+  for (bool t : analysis->trained) report.trained_weights += t;
+  if (report.trained_weights > 0) {
+    const Manifest* m = options.manifest;
+    report.training = m ? fmt::format("{} weights trained by {}; {}", report.trained_weights,
+                                      optimizer_kind_name(m->train.optimizer.kind), step_bound_rule(m->train.optimizer))
+                        : fmt::format("no manifest: {} weights taken to train, optimizer unknown (no step bound)",
+                                      report.trained_weights);
+  }
 
   // Taint: which may-fail sites each value's openness can come from, walked in execution order.
   std::vector<std::vector<int>> taint(g.values.size());
@@ -130,15 +229,12 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       const IntervalTensor& operand = values[static_cast<size_t>(v.site.operand_value)];
       v.operand = operand.hull();
       v.operand_may_be_nan = operand.may_be_nan;
-      bool meets = meets_danger(v.site, node, values, v.danger);
-      // A finite operand can still overflow the op (a tiny divisor): an open output from bounded inputs.
-      if (!meets && inputs_bounded(node, values) && !float_outputs_bounded(node, values)) {
-        meets = true;
-        v.danger += " (or the result overflows)";
-      }
+      const bool meets = may_fail_in(v.site, node, values, v.danger);
+      v.trained_operand = by_trained[static_cast<size_t>(v.site.operand_value)];
       const std::vector<int>& from = taint[static_cast<size_t>(v.site.operand_value)];
       if (!meets) {
         v.verdict = Verdict::ProvedSafe;
+        v.scope = by_stated[static_cast<size_t>(v.site.operand_value)] ? Scope::StatedWeights : Scope::EveryRun;
       } else if (!from.empty() && !operand.bounded()) {
         v.verdict = Verdict::PropagatedOnly;
         v.upstream = from;
@@ -151,6 +247,41 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
     inherited.insert(inherited.end(), produced.begin(), produced.end());
     for (ValueId id : node.outputs)
       if (id != kNoValue) taint[static_cast<size_t>(id)] = inherited;
+  }
+
+  // Not proved for every run: where the weights' training is what opens the operand, say how far a proof
+  // holds — at the initial weights, and for how many steps of the optimizer.
+  std::vector<HazardVerdict*> open;
+  for (HazardVerdict& v : report.verdicts) {
+    v.fails_initially = v.verdict != Verdict::ProvedSafe && !v.trained_operand;
+    if (v.verdict != Verdict::ProvedSafe && v.trained_operand) open.push_back(&v);
+  }
+  if (options.initial_weights && !open.empty()) {
+    auto initial = analyze_intervals(g, interval_options(options, TrainedWeights::Initial, 0));
+    if (!initial) return initial.error();
+    std::vector<HazardVerdict*> safe_initially;
+    for (HazardVerdict* v : open) {
+      std::string danger;
+      v->fails_initially = may_fail_in(v->site, g.nodes[static_cast<size_t>(v->site.node)], initial->values, danger);
+      if (!v->fails_initially) safe_initially.push_back(v);
+    }
+    // A propagated-only verdict whose upstream hazards all hold at the initial weights while it does not is
+    // a producer of its own there.
+    auto fails_initially = [&](int id) {
+      for (const HazardVerdict& u : report.verdicts)
+        if (u.site.id == id) return u.fails_initially;
+      return true;
+    };
+    for (HazardVerdict* v : open) {
+      if (v->verdict != Verdict::PropagatedOnly || !v->fails_initially) continue;
+      if (std::none_of(v->upstream.begin(), v->upstream.end(), fails_initially)) {
+        v->verdict = Verdict::MayFail;
+        v->upstream.clear();
+      }
+    }
+    const Manifest* m = options.manifest;
+    if (options.step_bounds && m && !safe_initially.empty() && max_weight_move(m->train.optimizer, 1))
+      GRIST_TRY(find_safe_steps(g, options, safe_initially));
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -9,7 +9,9 @@
 #include <fstream>
 
 #include "cli/commands.h"
+#include "cli/durations.h"
 #include "report/bench_report.h"
+#include "report/witness.h"
 #include "search/benchmark.h"
 
 namespace grist::cli {
@@ -22,13 +24,27 @@ struct BenchFlags {
   std::string zoo = "zoo";
   int runs = 10;
   std::string variant;
-  double time_limit = 60;
+  std::string time_limit = "60";  // a bare number is seconds
   int64_t max_iterations = 0;
   std::string only;
   std::string out = "bench-results";
   int64_t seed = 1;
+  std::string reach = "weights";
+  bool no_replay = false;
   bool quiet = false;
 };
+
+// Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
+Result<bool> replay_in_scratch(const fs::path& scratch, const Manifest& m, const HazardOutcome& out) {
+  auto files = write_witness(scratch.string(), m.model, m, out);
+  if (!files) return files.error();
+  auto replay = replay_witness(files->json);
+  std::error_code ec;
+  fs::remove(files->json, ec);
+  fs::remove(files->npz, ec);
+  if (!replay) return replay.error();
+  return replay->reproduced;
+}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -57,17 +73,25 @@ int bench_main(const BenchFlags& f) {
   o.zoo_dir = f.zoo;
   o.runs = f.runs;
   o.first_seed = static_cast<uint64_t>(f.seed);
-  o.time_limit_s = f.time_limit;
+  auto limit = parse_duration(f.time_limit, TimeUnit::Seconds, "--time-limit");
+  if (!limit) return fail(limit.message());
+  o.time_limit_s = *limit;
   o.max_iterations = f.max_iterations;
   o.only = split_commas(f.only);
   if (o.runs < 1) return fail("--runs must be at least 1");
-  if (!(o.time_limit_s > 0)) return fail("--time-limit must be positive (seconds per run)");
+  if (f.seed < 0) return fail(fmt::format("--seed {}: must not be negative", f.seed));
   if (o.max_iterations < 0) return fail("--max-iterations must not be negative");
   if (!f.variant.empty()) {
     auto v = parse_variant(f.variant);
     if (!v) return fail(v.message());
     o.variant = *v;
   }
+  o.no_weights = f.reach != "weights";
+  o.no_training = f.reach == "inputs";
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("grist-bench-replay-{}", ::getpid());
+  if (!f.no_replay) o.replay = [scratch](const Manifest& m, const HazardOutcome& out) {
+    return replay_in_scratch(scratch, m, out);
+  };
   auto ids = list_subjects(o.zoo_dir, o.only);
   if (!ids) return fail(ids.message());
   const bool tty = !f.quiet && isatty(fileno(stderr));
@@ -92,6 +116,8 @@ int bench_main(const BenchFlags& f) {
     std::fflush(stdout);
   }
   std::printf("\n%s", bench_totals(rows).c_str());
+  std::error_code scratch_ec;
+  fs::remove_all(scratch, scratch_ec);
 
   std::error_code ec;
   fs::create_directories(f.out, ec);
@@ -112,9 +138,16 @@ int bench_main(const BenchFlags& f) {
     if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
   }
   std::printf("results: %s.{csv,json,md}\n", base.c_str());
-  // A trigger on another op than the subject's facts name is a wrong answer, not a success.
-  for (const auto& r : rows)
+  for (const auto& r : rows) {
+    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
+    if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
+      std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
+                   r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
+      return kExitNonFinite;
+    }
+    // A trigger on another op than the subject's facts name is a wrong answer, not a success.
     if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
+  }
   return kExitClean;
 }
 
@@ -133,13 +166,22 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--runs", f->runs, "seeds per subject")->capture_default_str();
   cmd->add_option("--variant", f->variant, "override every manifest: grist, grist-ns, original, random")
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
-  cmd->add_option("--time-limit", f->time_limit, "seconds per run")->capture_default_str();
+  cmd->add_option("--time-limit", f->time_limit, "per run: 90s, 1.5m, 2h, or a bare number of seconds")
+      ->capture_default_str();
   cmd->add_option("--max-iterations", f->max_iterations,
                   "iterations per hazard, for every subject (the weights join after a quarter of them instead of "
                   "after a quarter of the time): a run whose outcome does not depend on the machine's speed");
   cmd->add_option("--only", f->only, "comma-separated subject ids, e.g. 2a,14,26");
   cmd->add_option("--seed", f->seed, "seed of the first run (run k uses seed+k)")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the result files")->capture_default_str();
+  cmd->add_option("--reach", f->reach,
+                  "how far each hunt goes beyond the inputs: inputs (as GRIST), training (crafted training batches "
+                  "too), weights (the weights too, the default)")
+      ->check(CLI::IsMember({"inputs", "training", "weights"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-replay", f->no_replay,
+                "do not replay each trigger's witness (by default every witness is written to a scratch folder "
+                "and replayed as `grist replay` would, and the table says how many fail again)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->callback([f, &action] { action = [f] { return bench_main(*f); }; });
 }

@@ -2,14 +2,20 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 
 #include "cli/commands.h"
+#include "cli/durations.h"
+#include "cli/hunt_progress.h"
+#include "cli/interrupt.h"
 #include "config/manifest.h"
-#include "engine/executor.h"
 #include "onnx/import.h"
+#include "ops/registry.h"
+#include "data/file_write.h"
+#include "report/dot.h"
 #include "report/hunt_report.h"
 #include "report/witness.h"
 #include "search/hunt.h"
@@ -26,7 +32,7 @@ struct HuntFlags {
   std::string conf;
   std::string target;
   bool all = false;
-  double time_limit = -1;       // minutes
+  std::string time_limit;       // a bare number is minutes, as in GRIST's experiments.conf
   int64_t max_iterations = -1;
   std::string variant, switch_score;
   bool faithful = false;
@@ -40,9 +46,24 @@ struct HuntFlags {
   double step_weights = -1;
   double weights_after = -1;
   bool inputs_only = false;
+  std::string reach;
   bool json = false;
   bool quiet = false;
+  std::string dot;
+  // The options whose values need checking once they were given at all.
+  CLI::Option *max_iterations_opt = nullptr, *change_opt = nullptr, *seed_opt = nullptr, *batch_opt = nullptr;
 };
+
+// Values no search can run with: one line, exit 2, before anything is read.
+Status check_flags(const HuntFlags& f) {
+  GRIST_CHECK(f.max_iterations_opt->count() == 0 || f.max_iterations >= 0, "--max-iterations {}: must not be negative",
+              f.max_iterations);
+  GRIST_CHECK(f.change_opt->count() == 0 || (std::isfinite(f.change) && f.change > 0),
+              "--change {}: the step must be a positive number", f.change);
+  GRIST_CHECK(f.seed_opt->count() == 0 || f.seed >= 0, "--seed {}: must not be negative", f.seed);
+  GRIST_CHECK(f.batch_opt->count() == 0 || f.batch > 0, "--batch {}: must be at least 1", f.batch);
+  return Status::ok();
+}
 
 // Builds the manifest from the files and flags: experiments.conf < manifest < command line.
 Result<Manifest> resolve_manifest(const HuntFlags& f) {
@@ -65,8 +86,11 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     m.search = base;
   }
   SearchConfig& c = m.search;
-  if (f.time_limit > 0) c.time_limit = f.time_limit;
-  if (f.time_limit == 0) return make_error("--time-limit must be positive (minutes)");
+  if (!f.time_limit.empty()) {
+    auto seconds = parse_duration(f.time_limit, TimeUnit::Minutes, "--time-limit");
+    if (!seconds) return seconds.error();
+    c.time_limit = *seconds / 60;
+  }
   if (f.max_iterations >= 0) c.max_iterations = f.max_iterations;
   if (f.change > 0) c.change = f.change;
   if (f.step_weights >= 0) {
@@ -77,11 +101,16 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     c.weights_after = f.weights_after;
     c.weights_after_s = std::numeric_limits<double>::infinity();
   }
-  if (f.inputs_only) c.weight_change = 0;
+  // How far the search may go beyond the inputs: crafted training batches (training-reached findings), then
+  // the weights themselves (weights-perturbed ones).
+  const std::string reach = f.inputs_only ? "inputs" : f.reach;
+  if (reach == "inputs" || reach == "training") c.weight_change = 0;
+  if (reach == "inputs") c.training_share = 0;
   if (f.seed >= 0) c.seed = static_cast<uint64_t>(f.seed);
   if (f.faithful) {
     c.faithful = true;
     c.weight_change = 0;
+    c.training_share = 0;
     c.switch_score = SwitchScore::Fifo;
   }
   if (!f.variant.empty()) {
@@ -120,69 +149,95 @@ void default_inputs(const Graph& g, Manifest& m) {
   }
 }
 
-class ProgressLine {
- public:
-  explicit ProgressLine(bool enabled) : enabled_(enabled) {}
-  ~ProgressLine() { clear(); }
-  void show(const Progress& p) {
-    if (!enabled_) return;
-    const double rate = p.elapsed_s > 0 ? static_cast<double>(p.iteration) / p.elapsed_s : 0;
-    std::fprintf(stderr, "\r\033[K[%d/%d] %s  iteration %lld  %.0f it/s  objective %.4g  %.0f s left", p.hazard_index,
-                 p.hazard_count, p.hazard.c_str(), static_cast<long long>(p.iteration), rate, p.objective,
-                 std::max(0.0, p.budget_s - p.elapsed_s));
-    std::fflush(stderr);
-    shown_ = true;
-  }
-  void clear() {
-    if (shown_) std::fprintf(stderr, "\r\033[K");
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-};
-
 int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_start) {
+  if (auto st = check_flags(f); !st) return fail(st.message());
   auto manifest = resolve_manifest(f);
   if (!manifest) return fail(manifest.message());
   auto graph = import_onnx_file(manifest->model);
   if (!graph) return fail(graph.message());
-  // A model grist cannot run is an error, not "nothing to hunt": its unknown ops (LSTM, say) are no
-  // hazard site only because grist does not know them.
-  if (auto runnable = Executor::create(*graph); !runnable)
-    return fail(fmt::format("{}: {}", manifest->model, runnable.message()));
+  if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", manifest->model, st.message()));
   default_inputs(*graph, *manifest);
+  // Where witnesses go is checked now, not after the whole budget.
+  if (!f.no_witness)
+    if (auto st = prepare_witness_folder(f.out); !st) return fail(st.message());
 
   HuntOptions o;
   o.manifest = *manifest;
-  o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
+  o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : graph->fixed_batch_size().value_or(1);
   o.all = f.all;
   o.use_scan = !f.no_scan;
   o.process_start = process_start;
-  ProgressLine line(!f.quiet && !f.json && isatty(fileno(stderr)));
-  o.on_progress = [&line](const Progress& p) { line.show(p); };
-  auto report = hunt(*graph, o);
-  line.clear();
-  if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
+  const HuntProgress::Mode mode = f.quiet ? HuntProgress::Mode::Off
+                                  : isatty(fileno(stderr)) && !f.json ? HuntProgress::Mode::Terminal
+                                                                      : HuntProgress::Mode::Log;
+  HuntProgress progress(mode);
+  o.on_progress = [&progress](const Progress& p) { progress.progress(p); };
 
+  // Every outcome is final when it arrives: its witness is written and its block printed then, so an
+  // interruption (Ctrl-C, SIGTERM) or a crash later loses nothing already found.
   HuntContext ctx;
   ctx.model = manifest->model;
   ctx.loss = manifest->loss;
+  std::string witness_error;
   int triggered = 0;
-  for (size_t i = 0; i < report->outcomes.size(); ++i) {
-    const HazardOutcome& out = report->outcomes[i];
-    if (!out.triggered) continue;
-    ++triggered;
-    if (f.no_witness) continue;
-    auto files = write_witness(f.out, manifest->model, *manifest, out);
-    if (!files) return fail(files.message());
-    ctx.witnesses[static_cast<int>(i)] = *files;
-  }
+  o.on_planned = [&](const HuntReport& r) {
+    progress.clear();
+    if (f.json) {
+      std::printf("%s\n", nlohmann::json{{"event", "hazards"}, {"model", ctx.model}, {"hazards", hazards_json(*graph, r)}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf("%s", hazards_text(*graph, r, ctx).c_str());
+    }
+    std::fflush(stdout);
+  };
+  o.on_outcome = [&](const HuntReport& r, const HazardOutcome& out) {
+    progress.clear();
+    const WitnessFiles* files = nullptr;
+    const int index = static_cast<int>(r.outcomes.size()) - 1;
+    if (out.triggered) {
+      ++triggered;
+      if (!f.no_witness) {
+        auto written = write_witness(f.out, manifest->model, *manifest, out);
+        if (written) {
+          files = &(ctx.witnesses[index] = *written);
+        } else if (witness_error.empty()) {
+          witness_error = written.message();
+        }
+      }
+    }
+    if (f.json) {
+      nlohmann::json line = outcome_json(*graph, r, out, ctx, files);
+      line["event"] = "outcome";
+      std::printf("%s\n", line.dump().c_str());
+    } else {
+      std::printf("%s", outcome_text(*graph, r, out, ctx, files).c_str());
+    }
+    std::fflush(stdout);
+    progress.finding(out);
+  };
+  InterruptGuard interrupt;
+  o.stop_requested = [&witness_error] { return InterruptGuard::requested() || !witness_error.empty(); };
+  auto report = hunt(*graph, o);
+  progress.clear();
+  if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
   if (f.json) {
-    std::printf("%s\n", to_json(*graph, *report, ctx).dump(2).c_str());
+    nlohmann::json line = summary_json(*report);
+    line["event"] = "summary";
+    std::printf("%s\n", line.dump().c_str());
   } else {
-    std::printf("%s", to_text(*graph, *report, ctx).c_str());
+    std::printf("%s", summary_text(*report).c_str());
+  }
+  if (!witness_error.empty()) return fail(witness_error);
+  if (!f.dot.empty()) {
+    std::vector<DotMark> marks;
+    for (const HazardOutcome& out : report->outcomes)
+      if (out.triggered && out.event.node >= 0)
+        marks.push_back({out.event.node, fmt::format("{}{}\n({})", out.event.in_backward ? "gradient: " : "",
+                                                      violated_condition(*report, out),
+                                                      finding_class_name(out.finding_class))});
+    const ValueId loss = manifest->loss.empty() ? kNoValue : graph->find_value(manifest->loss);
+    if (auto st = write_new_file(f.dot, to_dot(*graph, marks, loss)); !st) return fail(st.message());
   }
   return triggered > 0 ? kExitNonFinite : kExitClean;
 }
@@ -215,26 +270,39 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_option("--conf", f->conf, "a GRIST experiments.conf ([parameter] time_limit, change, switch_data, ...)");
   cmd->add_option("--target", f->target, "hunt only this hazard (node name or hazard number)");
   cmd->add_flag("--all", f->all, "go on after the first trigger and hunt every hazard");
-  cmd->add_option("--time-limit", f->time_limit, "the budget in minutes, shared by the hazards (default 30)");
-  cmd->add_option("--max-iterations", f->max_iterations, "stop each hazard's search after this many iterations");
+  cmd->add_option("--time-limit", f->time_limit,
+                  "the budget shared by the hazards: 90s, 1.5m, 2h, or a bare number of minutes as in "
+                  "experiments.conf (default 30m)");
+  f->max_iterations_opt =
+      cmd->add_option("--max-iterations", f->max_iterations, "stop each hazard's search after this many iterations");
   cmd->add_option("--variant", f->variant, "grist (default), grist-ns (no switching), original, random")
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
   cmd->add_option("--switch-score", f->switch_score, "score (intended, default) or fifo (as the study shipped)")
       ->check(CLI::IsMember({"score", "fifo"}));
   cmd->add_flag("--faithful", f->faithful,
                 "the study's loop exactly: only the loss is checked, FIFO switching, training pass not scanned");
-  cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
+  f->change_opt = cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");
   cmd->add_option("--step-weights", f->step_weights,
                   "sign-step the weights by this epsilon against the objective from the first iteration (weights "
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
-                  "default they join with epsilon 0.01 after a quarter of each hazard's budget, 10 s at most");
+                  "default they join with epsilon 0.01 once the inputs (a quarter of each hazard's budget, 10 s at "
+                  "most) and, for a model that trains, crafted training batches (half of what is left, 20 s at "
+                  "most) have had their turn");
   cmd->add_option("--weights-after", f->weights_after,
                   "fraction of each hazard's budget searched with the inputs alone before the weights join "
                   "(default 0.25, and 10 s at most; given here, the fraction alone counts)")
       ->check(CLI::Range(0.0, 1.0));
-  cmd->add_flag("--inputs-only", f->inputs_only, "never step the weights: search the data inputs alone, as GRIST");
-  cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
-  cmd->add_option("--batch", f->batch, "rows of the persistent batch (default: the manifest's, else 1)");
+  cmd->add_option("--reach", f->reach,
+                  "how far the search goes beyond the inputs: inputs (the data alone, as GRIST), training (also "
+                  "the model's own optimizer on crafted training batches: findings training can reach), or weights "
+                  "(also the weights themselves, the default: findings only a weight perturbation reaches are "
+                  "reported as such)")
+      ->check(CLI::IsMember({"inputs", "training", "weights"}));
+  cmd->add_flag("--inputs-only", f->inputs_only, "the same as --reach inputs: search the data inputs alone, as GRIST");
+  f->seed_opt = cmd->add_option("--seed", f->seed, "seed of every random draw (data order, random inputs, dropout)");
+  f->batch_opt = cmd->add_option("--batch", f->batch,
+                                 "rows of the persistent batch (default: the manifest's, else the model's fixed batch "
+                                 "dimension, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
   cmd->add_option("--out", f->out, "folder for witness files (never overwritten)")->capture_default_str();
   cmd->add_flag("--no-witness", f->no_witness, "do not save witness files");
@@ -242,6 +310,8 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "hunt every hazard in execution order, without the interval scan that skips proved-safe ones");
   cmd->add_flag("--json", f->json, "print the report as JSON");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress line");
+  cmd->add_option("--dot", f->dot,
+                  "write the subgraph from the inputs to each producer and on to the loss as Graphviz (a new file)");
   cmd->callback([f, &action] { action = [f] { return hunt_main(*f, process_start); }; });
 }
 

@@ -1,4 +1,6 @@
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "cli/commands.h"
@@ -36,11 +38,18 @@ int main(int argc, char** argv) {
     app.exit(e);  // prints CLI11's message
     return kExitError;
   }
+  int status = kExitError;
   try {
-    return action ? action() : kExitError;
+    status = action ? action() : kExitError;
   } catch (const std::bad_alloc&) {
-    return fail("out of memory");
+    status = fail("out of memory");
   } catch (const std::exception& e) {
-    return fail(std::string("internal error: ") + e.what());
+    status = fail(std::string("internal error: ") + e.what());
   }
+  // A report that never reached its reader (a full disk, /dev/full, a closed pipe) is no result.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "grist: error: cannot write the output: %s\n", std::strerror(errno));
+    return kExitError;
+  }
+  return status;
 }

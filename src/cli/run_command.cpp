@@ -5,10 +5,12 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "data/file_write.h"
 #include "data/load.h"
 #include "data/random_input.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
+#include "report/dot.h"
 #include "report/run_report.h"
 
 namespace grist::cli {
@@ -27,9 +29,11 @@ struct RunOptions {
   std::string backward_from;
   bool json = false;
   std::string dropout = "model";
+  std::string dot;
 };
 
 Status parse_dims(const RunOptions& o, RandomInputSpec& spec) {
+  GRIST_CHECK(o.batch >= 1, "--batch {}: must be at least 1", o.batch);
   spec.default_dim = o.batch;
   for (const auto& d : o.dims) {
     auto eq = d.find('=');
@@ -140,9 +144,17 @@ int run(const RunOptions& o) {
     report.ran_backward = true;
     report.backward_from = o.backward_from;
     report.backward = ex->backward_event();
+    report.masked_backward = ex->masked_backward_event();
     report.backward_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   }
 
+  if (!o.dot.empty()) {
+    std::vector<DotMark> marks;
+    for (const NonFiniteEvent* e : {&report.forward, &report.backward})
+      if (e->found) marks.push_back({e->node, e->describe()});
+    const ValueId loss = o.backward_from.empty() ? kNoValue : g.find_value(o.backward_from);
+    if (auto st = write_new_file(o.dot, to_dot(g, marks, loss)); !st) return fail(st.message());
+  }
   if (o.json) {
     std::printf("%s\n", to_json(report).dump(2).c_str());
   } else {
@@ -178,6 +190,8 @@ void add_run_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"model", "off", "on"}))
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "print the report as JSON");
+  cmd->add_option("--dot", o->dot,
+                  "write the subgraph from the inputs to the first producer of a NaN/Inf as Graphviz (a new file)");
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }
 

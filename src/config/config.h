@@ -49,6 +49,13 @@ struct SearchConfig {
   double weight_change = 0.01;
   double weights_after = 0.25;
   double weights_after_s = 10;
+  // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
+  // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
+  // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the
+  // weight search's findings are not. `training_share` of what is left of the hazard's budget then, at most
+  // `training_s` seconds; 0: skipped. The faithful loop never crafts.
+  double training_share = 0.5;
+  double training_s = 20;
 
   double epsilon_at(int64_t iteration) const;  // ε for a 1-based iteration, decay applied
 };

@@ -7,6 +7,8 @@
 
 #include <toml++/toml.h>
 
+#include "util/input_file.h"
+
 namespace grist {
 
 namespace fs = std::filesystem;
@@ -277,7 +279,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     std::string key(k.str());
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
-        key == "weights_after_s")
+        key == "weights_after_s" || key == "training_share" || key == "training_s")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -329,6 +331,15 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   if (!weights_after_s) return weights_after_s.error();
   if (!(*weights_after_s >= 0)) return r.error(p + "weights_after_s", "must be a number of seconds, 0 or more");
   m.search.weights_after_s = *weights_after_s;
+  auto training_share = r.number(t, p, "training_share", m.search.training_share);
+  if (!training_share) return training_share.error();
+  if (!(*training_share >= 0 && *training_share <= 1))
+    return r.error(p + "training_share", "must be a fraction of the budget left, from 0 to 1");
+  m.search.training_share = *training_share;
+  auto training_s = r.number(t, p, "training_s", m.search.training_s);
+  if (!training_s) return training_s.error();
+  if (!(*training_s >= 0)) return r.error(p + "training_s", "must be a number of seconds, 0 or more");
+  m.search.training_s = *training_s;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;
@@ -346,6 +357,7 @@ Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base
 }
 
 static Result<Manifest> read_manifest_unescaped(const std::string& path, const SearchConfig& base) {
+  GRIST_TRY(check_input_file(path, kMaxTextBytes, "a manifest"));
   toml::table root;
   try {
     root = toml::parse_file(path);

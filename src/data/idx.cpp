@@ -12,6 +12,7 @@
 #include "data/byte_order.h"
 #include "data/byte_stream.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 
@@ -53,6 +54,7 @@ ByteStream gz_stream(gzFile f) {
 }  // namespace
 
 Result<Tensor> read_idx(const std::string& path) {
+  GRIST_TRY(check_input_file(path, kMaxDataBytes, "an IDX data file"));
   errno = 0;
   std::unique_ptr<gzFile_s, GzClose> f(gzopen(path.c_str(), "rb"));
   if (!f) return make_error("{}: cannot open file: {}", path, errno ? std::strerror(errno) : "out of memory");

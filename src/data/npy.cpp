@@ -12,6 +12,7 @@
 #include "data/file_write.h"
 #include "data/npy_header.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 
@@ -134,6 +135,7 @@ Result<Tensor> read_npy(const ByteStream& in, const std::string& source) {
 }
 
 Result<Tensor> read_npy(const std::string& path) {
+  GRIST_TRY(check_input_file(path, kMaxDataBytes, "a .npy file"));
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return make_error("{}: cannot open file: {}", path, std::strerror(errno));
   ByteStream s;

@@ -9,6 +9,7 @@
 #include "data/file_write.h"
 #include "data/npy.h"
 #include "data/npy_header.h"
+#include "util/input_file.h"
 
 namespace grist {
 
@@ -83,6 +84,7 @@ Result<std::string> build_archive(const NamedTensors& tensors) {
 }  // namespace
 
 Result<NamedTensors> read_npz(const std::string& path) {
+  GRIST_TRY(check_input_file(path, kMaxDataBytes, "a .npz archive"));
   int code = 0;
   // ZIP_CHECKCONS: cross-check central directory and local headers, since the file may be hostile.
   std::unique_ptr<zip_t, ZipDiscard> za(zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));

@@ -39,26 +39,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.rng_.reseed(options.seed);
   const auto& reg = OpRegistry::global();
 
-  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
-  for (const Node& n : graph.nodes) {
-    const OpDef* def = reg.find(n.op_type, n.domain);
-    if (!def) unsupported[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type].push_back(n.name);
-    ex.ops_.push_back(def);
-  }
-  if (!unsupported.empty()) {
-    std::string msg = "unsupported op";
-    msg += unsupported.size() > 1 ? "s: " : ": ";
-    bool first = true;
-    for (const auto& [op, names] : unsupported) {
-      if (!first) msg += "; ";
-      first = false;
-      msg += op + " (";
-      for (size_t i = 0; i < names.size() && i < 5; ++i) msg += (i ? ", " : "") + names[i];
-      if (names.size() > 5) msg += fmt::format(", and {} more", names.size() - 5);
-      msg += ")";
-    }
-    return Error{msg};
-  }
+  GRIST_TRY(check_ops_supported(graph));
+  for (const Node& n : graph.nodes) ex.ops_.push_back(reg.find(n.op_type, n.domain));
 
   const size_t nv = graph.values.size();
   ex.values_.resize(nv);
@@ -68,6 +50,7 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
   ex.grad_finite_.assign(nv, 1);
+  ex.grad_origin_.assign(nv, -1);
   for (ValueId id : graph.initializers) {
     const Value& v = graph.value(id);
     if (v.initial) {
@@ -262,11 +245,15 @@ Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tens
                 "backward: the seed for '{}' is {} {}, expected {} {}", g.value(out).name,
                 dtype_name(seeds[k]->dtype()), seeds[k]->shape().str(), dtype_name(v.dtype()), v.shape().str());
   }
-  needs_grad_ = &plan_for(outputs, wrt).needs_grad;
+  const BackwardPlan& plan = plan_for(outputs, wrt);
+  needs_grad_ = &plan.needs_grad;
 
   std::fill(has_grad_.begin(), has_grad_.end(), 0);
   std::fill(grad_finite_.begin(), grad_finite_.end(), 1);
+  std::fill(grad_origin_.begin(), grad_origin_.end(), -1);
+  backward_producers_.clear();
   backward_event_ = {};
+  masked_backward_event_ = {};
   for (size_t k = 0; k < outputs.size(); ++k) {
     auto id = static_cast<size_t>(outputs[k]);
     if (&grads_[id] != seeds[k]) grads_[id].copy_from(*seeds[k]);
@@ -277,7 +264,33 @@ Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tens
     Status st = run_node_backward(n);
     if (!st) return st;
   }
+  settle_backward_events(plan);
   return Status::ok();
+}
+
+// A non-finite gradient is the program's failure only where it reaches a gradient the caller wanted (a
+// weight's, for the optimizer; the input's, for the user): of the producers whose NaN/Inf got there, the
+// first met in reverse order is reported; when none got there, the first one is reported as masked.
+void Executor::settle_backward_events(const BackwardPlan& plan) {
+  if (backward_producers_.empty()) return;
+  int32_t reached = -1;
+  auto consider = [&](ValueId id) {
+    const auto i = static_cast<size_t>(id);
+    if (!has_grad_[i] || grad_finite_[i] || grad_origin_[i] < 0) return;
+    if (reached < 0 || grad_origin_[i] < reached) reached = grad_origin_[i];
+  };
+  if (plan.wrt.empty()) {
+    for (ValueId id : graph_->inputs) consider(id);
+    for (ValueId id : graph_->initializers) consider(id);
+  } else {
+    for (ValueId id : plan.wrt) consider(id);
+  }
+  if (reached >= 0) {
+    backward_event_ = backward_producers_[static_cast<size_t>(reached)];
+  } else {
+    masked_backward_event_ = backward_producers_.front();
+    masked_backward_event_.masked = true;
+  }
 }
 
 Status Executor::run_node_backward(size_t n) {
@@ -287,13 +300,17 @@ Status Executor::run_node_backward(size_t n) {
   if (!op->backward) return Status::ok();
   auto& a = args_[n];
   bool any_out = false, outs_finite = true;
+  int32_t origin_out = -1;  // where the gradient outputs' NaN/Inf came from
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     ValueId out = node.outputs[o];
     bool has = out != kNoValue && has_grad_[static_cast<size_t>(out)];
     a.grad_out[o] = has ? &grads_[static_cast<size_t>(out)] : nullptr;
     a.out_const[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
     any_out |= has;
-    if (has && !grad_finite_[static_cast<size_t>(out)]) outs_finite = false;
+    if (has && !grad_finite_[static_cast<size_t>(out)]) {
+      outs_finite = false;
+      if (origin_out < 0) origin_out = grad_origin_[static_cast<size_t>(out)];
+    }
   }
   if (!any_out) return Status::ok();
   bool any_in = false;
@@ -324,9 +341,16 @@ Status Executor::run_node_backward(size_t n) {
                 "internal: the gradient of node '{}' ({}) for input {} is {} {}, expected {} {}", node.name,
                 node.op_type, i, dtype_name(gi->dtype()), gi->shape().str(), dtype_name(x.dtype()), x.shape().str());
     bool edge_finite = !options_.scan_nonfinite || all_finite(*gi);
-    if (!edge_finite && outs_finite && !backward_event_.found)
-      backward_event_ = make_nonfinite_event(g, static_cast<int32_t>(n), true, static_cast<int>(i),
-                                             g.value(node.inputs[i]).name, *gi, a.in);
+    int32_t origin = -1;
+    if (!edge_finite) {
+      if (outs_finite || origin_out < 0) {
+        origin = static_cast<int32_t>(backward_producers_.size());
+        backward_producers_.push_back(make_nonfinite_event(g, static_cast<int32_t>(n), true, static_cast<int>(i),
+                                                           g.value(node.inputs[i]).name, *gi, a.in));
+      } else {
+        origin = origin_out;
+      }
+    }
     if (gi != &grads_[vid]) {
       Tensor& acc = grads_[vid];
       if (!has_grad_[vid]) {
@@ -341,6 +365,7 @@ Status Executor::run_node_backward(size_t n) {
     }
     has_grad_[vid] = 1;
     grad_finite_[vid] = grad_finite_[vid] && edge_finite;
+    if (grad_origin_[vid] < 0) grad_origin_[vid] = origin;
   }
   return Status::ok();
 }

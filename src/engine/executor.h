@@ -57,7 +57,12 @@ class Executor {
   const Tensor* grad(ValueId id) const;
 
   const NonFiniteEvent& forward_event() const { return forward_event_; }
+  // The first gradient node that turned finite gradients into non-finite ones whose NaN/Inf reached a
+  // wanted gradient (a `wrt` source of the last backward): a failure of the program's backward pass.
   const NonFiniteEvent& backward_event() const { return backward_event_; }
+  // When no non-finite gradient reached a wanted one: the first producer whose NaN/Inf a later select,
+  // mask or zero product removed (Clip's backward after sqrt′(0) = ∞, say). Useful to know, never a failure.
+  const NonFiniteEvent& masked_backward_event() const { return masked_backward_event_; }
 
  private:
   Executor() = default;
@@ -68,6 +73,7 @@ class Executor {
     std::vector<uint8_t> needs_grad;  // per value
   };
   const BackwardPlan& plan_for(std::span<const ValueId> outputs, std::span<const ValueId> wrt);
+  void settle_backward_events(const BackwardPlan& plan);
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -95,8 +101,13 @@ class Executor {
   std::vector<Tensor> grads_;
   std::vector<uint8_t> has_grad_;    // per value, this pass
   std::vector<uint8_t> grad_finite_; // per value, this pass
+  // Per value, this pass: which backward producer its gradient's NaN/Inf comes from (index into
+  // backward_producers_), -1 while finite. A propagator passes its gradient outputs' origin on.
+  std::vector<int32_t> grad_origin_;
+  std::vector<NonFiniteEvent> backward_producers_;
   NonFiniteEvent forward_event_;
   NonFiniteEvent backward_event_;
+  NonFiniteEvent masked_backward_event_;
 };
 
 // Sets x86 FTZ/DAZ for its lifetime when asked, restoring the previous mode after.

@@ -119,9 +119,9 @@ NonFiniteEvent make_nonfinite_event(const Graph& g, int32_t n, bool in_backward,
 
 std::string NonFiniteEvent::describe() const {
   if (!found) return "all values finite";
-  std::string s = fmt::format("{}{} '{}' produced {} at [{}] of '{}' {} ({} NaN, {} +Inf, {} -Inf)", op_type,
-                              in_backward ? " gradient" : "", node_name, first_value, fmt::join(first_index, ", "),
-                              value_name, shape.str(), counts.nan, counts.pos_inf, counts.neg_inf);
+  std::string s = fmt::format("{}{} '{}' {}produced {} at [{}] of '{}' {} ({} NaN, {} +Inf, {} -Inf)", op_type,
+                              in_backward ? " gradient" : "", node_name, masked ? "(masked later) " : "",
+                              first_value, fmt::join(first_index, ", "), value_name, shape.str(), counts.nan, counts.pos_inf, counts.neg_inf);
   for (const auto& in : inputs) {
     if (in.has_value) {
       s += fmt::format("; input '{}' there = {}", in.name, in.value);

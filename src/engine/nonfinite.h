@@ -36,6 +36,8 @@ struct OperandAt {
 struct NonFiniteEvent {
   bool found = false;
   bool in_backward = false;   // the gradient of `node` produced it
+  bool masked = false;        // backward: a later select, mask or zero product removed it before any wanted
+                              // gradient (a weight's, the input's) became non-finite
   int32_t node = -1;          // index into Graph::nodes
   std::string node_name;
   std::string op_type;

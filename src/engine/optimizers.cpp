@@ -43,6 +43,16 @@ Result<OptimizerKind> parse_optimizer_kind(const std::string& name) {
   return make_error("unknown optimizer '{}' (expected sgd, adam, adagrad or rmsprop)", name);
 }
 
+std::string_view optimizer_kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::SGD: return "SGD";
+    case OptimizerKind::Adam: return "Adam";
+    case OptimizerKind::Adagrad: return "Adagrad";
+    case OptimizerKind::RMSProp: return "RMSProp";
+  }
+  return "optimizer";
+}
+
 Optimizer::Optimizer(OptimizerConfig config, std::vector<ValueId> params)
     : config_(config), params_(std::move(params)) {
   first_.resize(params_.size());
@@ -143,6 +153,13 @@ void Optimizer::update(Tensor& w_t, const Tensor& g_t, size_t k) {
       break;
     }
   }
+}
+
+void Optimizer::set_state(OptimizerState s) {
+  first_ = std::move(s.first);
+  second_ = std::move(s.second);
+  mean_ = std::move(s.mean);
+  t_ = s.steps;
 }
 
 Status Optimizer::step(Executor& ex) {

@@ -15,6 +15,7 @@
 
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/executor.h"
@@ -43,6 +44,15 @@ struct OptimizerConfig {
 };
 
 Result<OptimizerKind> parse_optimizer_kind(const std::string& name);  // "sgd", "adam", "adagrad", "rmsprop"
+std::string_view optimizer_kind_name(OptimizerKind k);                // "SGD", "Adam", "Adagrad", "RMSProp"
+
+// What an optimizer carries between steps (by parameter position), so that a run can be resumed exactly:
+// momentum / Adam m, Adam v / accumulators / mean squares, centered RMSProp's mean, and the step count.
+// A slot is an undefined tensor until its parameter's first update.
+struct OptimizerState {
+  std::vector<Tensor> first, second, mean;
+  int64_t steps = 0;
+};
 
 class Optimizer {
  public:
@@ -56,6 +66,8 @@ class Optimizer {
   // the same tensors, in the same order, on every call (their optimizer state is kept by position).
   Status step(std::span<Tensor* const> params, std::span<const Tensor* const> grads);
   int64_t steps_taken() const { return t_; }
+  OptimizerState state() const { return {first_, second_, mean_, t_}; }
+  void set_state(OptimizerState s);
 
  private:
   template <class T>

@@ -49,6 +49,19 @@ ValueId Graph::add_value(Value v) {
   return id;
 }
 
+std::optional<int64_t> Graph::fixed_batch_size() const {
+  std::optional<int64_t> batch;
+  for (ValueId id : inputs) {
+    const Value& v = value(id);
+    if (!v.shape) return std::nullopt;
+    if (v.shape->empty()) continue;
+    const Dim& d = v.shape->front();
+    if (!d.known() || (batch && *batch != d.size)) return std::nullopt;
+    batch = d.size;
+  }
+  return batch;
+}
+
 void Graph::link() {
   for (auto& v : values) {
     v.consumers.clear();

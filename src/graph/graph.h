@@ -90,6 +90,10 @@ class Graph {
   // empty when `to` does not depend on it.
   std::vector<int32_t> path_to(int32_t from, ValueId to) const;
 
+  // The batch size the model fixes: dimension 0 of every graph input of rank ≥ 1 when all of them declare the
+  // same known size there; nullopt when one is symbolic or they differ.
+  std::optional<int64_t> fixed_batch_size() const;
+
   // Recomputes producer/consumer links from the nodes.
   void link();
   // Reorders nodes topologically (stable); fails naming a node on a cycle or an input nobody produces.

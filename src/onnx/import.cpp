@@ -11,6 +11,7 @@
 
 #include "onnx/attribute_checks.h"
 #include "onnx/tensor_proto.h"
+#include "util/input_file.h"
 
 namespace grist {
 
@@ -170,6 +171,18 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
   onnx::ModelProto model;
   GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
   GRIST_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf data is malformed or truncated)", source);
+  // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
+  const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  for (const auto& op : model.opset_import()) {
+    const std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
+    auto range = known.find(domain);
+    if (range != known.end())
+      GRIST_CHECK(op.version() <= range->second.second,
+                  "{}: opset {} of the {} domain is newer than the newest grist knows ({}); export with "
+                  "opset_version {} or lower",
+                  source, op.version(), domain.empty() ? "default (ai.onnx)" : "'" + domain + "'",
+                  range->second.second, range->second.second);
+  }
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
               source);
@@ -197,10 +210,7 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
 }
 
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
-  std::error_code ec;
-  GRIST_CHECK(!std::filesystem::is_directory(path, ec), "{}: is a folder, not an ONNX file", path);
-  GRIST_CHECK(!std::filesystem::exists(path, ec) || std::filesystem::is_regular_file(path, ec),
-              "{}: not a regular file (a pipe or device cannot be read as a model)", path);
+  GRIST_TRY(check_input_file(path, kMaxModelBytes, "an ONNX file"));
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   // One read of the known size: a stream copy of a model's weights cost more than parsing them.

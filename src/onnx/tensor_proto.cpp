@@ -6,6 +6,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "util/input_file.h"
+
 namespace grist {
 
 Result<int64_t> checked_nbytes(const std::vector<int64_t>& dims, DType dtype, const std::string& what) {
@@ -86,6 +88,7 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
 }
 
 Result<Tensor> read_tensor_pb(const std::string& path, std::string* name) {
+  GRIST_TRY(check_input_file(path, kMaxDataBytes, "an ONNX TensorProto"));
   std::ifstream f(path, std::ios::binary);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   std::stringstream buf;

@@ -18,6 +18,22 @@ std::string_view failure_name(Failure f) {
   return "?";
 }
 
+std::string_view failure_id(Failure f) {
+  switch (f) {
+    case Failure::LogOfNonPositive: return "log-of-non-positive";
+    case Failure::DivisionByZero: return "division-by-zero";
+    case Failure::SqrtOfNegative: return "sqrt-of-negative";
+    case Failure::ExpOverflow: return "exp-overflow";
+    case Failure::PowZeroToNegative: return "pow-zero-to-negative";
+    case Failure::PowNegativeToFraction: return "pow-negative-to-fraction";
+    case Failure::PowOverflow: return "pow-overflow";
+    case Failure::LogSoftmaxSpread: return "log-softmax-spread";
+    case Failure::LossZeroDenominator: return "loss-zero-denominator";
+    case Failure::RangeZeroDelta: return "range-zero-delta";
+  }
+  return "unknown";
+}
+
 std::string_view objective_name(Objective o) {
   switch (o) {
     case Objective::MinAbs: return "min|v|";

@@ -43,7 +43,8 @@ struct HazardSpec {
   bool (*applies)(const Graph&, const Node&) = nullptr;
 };
 
-std::string_view failure_name(Failure f);
+std::string_view failure_name(Failure f);  // "log of a non-positive value", for people
+std::string_view failure_id(Failure f);    // "log-of-non-positive": stable, no spaces (SARIF rule ids)
 std::string_view objective_name(Objective o);
 
 }  // namespace grist

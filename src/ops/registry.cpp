@@ -1,5 +1,11 @@
 #include "ops/registry.h"
 
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace grist {
 
 const OpRegistry& OpRegistry::global() {
@@ -28,5 +34,20 @@ const OpDef* OpRegistry::find(std::string_view type, std::string_view domain) co
 }
 
 void OpRegistry::add(const OpDef& def) { defs_.push_back(def); }
+
+Status check_ops_supported(const Graph& g) {
+  std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
+  const OpRegistry& reg = OpRegistry::global();
+  for (const Node& n : g.nodes)
+    if (!reg.find(n.op_type, n.domain)) unsupported[n.domain.empty() ? n.op_type : n.domain + "." + n.op_type].push_back(n.name);
+  if (unsupported.empty()) return Status::ok();
+  std::string msg = unsupported.size() > 1 ? "unsupported ops: " : "unsupported op: ";
+  bool first = true;
+  for (const auto& [op, names] : unsupported) {
+    msg += fmt::format("{}{} ({})", first ? "" : "; ", op, fmt::join(names, ", "));
+    first = false;
+  }
+  return Error{msg};
+}
 
 }  // namespace grist

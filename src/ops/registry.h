@@ -21,6 +21,10 @@ class OpRegistry {
   std::vector<OpDef> defs_;
 };
 
+// OK when the registry has every op of the graph; otherwise one message listing every unsupported op with
+// the name of every node that uses it.
+Status check_ops_supported(const Graph& g);
+
 // Each family file defines one of these and adds its records; registry.cpp calls them all.
 void register_elementwise_ops(OpRegistry& r);
 void register_logic_ops(OpRegistry& r);

@@ -69,6 +69,8 @@ std::string to_text(const RunReport& r) {
   for (const auto& s : r.outputs) out += line_for(s) + "\n";
   out += event_text(r.forward, "forward");
   if (r.ran_backward) out += event_text(r.backward, fmt::format("backward from '{}'", r.backward_from).c_str());
+  if (r.ran_backward && r.masked_backward.found)
+    out += fmt::format("  masked, did not propagate: {}\n", r.masked_backward.describe());
   out += fmt::format("time: forward {:.3f} ms", r.forward_ms);
   if (r.ran_backward) out += fmt::format(", backward {:.3f} ms", r.backward_ms);
   out += "\n";
@@ -96,6 +98,7 @@ nlohmann::json to_json(const NonFiniteEvent& e) {
   j["found"] = e.found;
   if (!e.found) return j;
   j["pass"] = e.in_backward ? "backward" : "forward";
+  if (e.masked) j["masked"] = true;
   j["node"] = e.node_name;
   j["op_type"] = e.op_type;
   j["value"] = e.value_name;
@@ -127,6 +130,7 @@ nlohmann::json to_json(const RunReport& r) {
   if (r.ran_backward) {
     j["backward_from"] = r.backward_from;
     j["backward"] = to_json(r.backward);
+    if (r.masked_backward.found) j["masked_backward"] = to_json(r.masked_backward);
   }
   j["forward_ms"] = r.forward_ms;
   if (r.ran_backward) j["backward_ms"] = r.backward_ms;

@@ -32,6 +32,7 @@ struct RunReport {
   bool ran_backward = false;
   std::string backward_from;
   NonFiniteEvent backward;
+  NonFiniteEvent masked_backward;  // a non-finite gradient that no wanted gradient inherited
   double forward_ms = 0, backward_ms = 0;
 };
 

@@ -15,16 +15,56 @@ nlohmann::json bound_json(double v) {
   return v > 0 ? "inf" : "-inf";
 }
 
+// The verdict as a short label: "proved safe", "safe as stated", "safe 10 steps", "may fail", ...
+std::string verdict_label(const HazardVerdict& v) {
+  if (v.verdict != Verdict::ProvedSafe) return std::string(verdict_name(v.verdict));
+  switch (v.scope) {
+    case Scope::EveryRun: return "proved safe";
+    case Scope::StatedWeights: return "safe as stated";
+    case Scope::Steps: return fmt::format("safe {}{} steps", v.steps_capped ? ">=" : "", v.safe_steps);
+    case Scope::InitialWeights: return "safe initially";
+  }
+  return "?";
+}
+
+// What a verdict's proof covers, or why it is open, in words.
+std::string scope_text(const HazardVerdict& v) {
+  if (v.verdict == Verdict::ProvedSafe) {
+    switch (v.scope) {
+      case Scope::EveryRun: return v.trained_operand ? "for every value the trained weights can take" : "";
+      case Scope::StatedWeights: return "for the weight ranges you stated, not for every training run";
+      case Scope::Steps:
+        return fmt::format("for the first {} steps of the training's optimizer{}", v.safe_steps,
+                           v.steps_capped ? " (at least: the search stopped there)" : "");
+      case Scope::InitialWeights: return "at the initial weights only";
+    }
+  }
+  if (v.verdict == Verdict::MayFail && v.trained_operand && !v.fails_initially)
+    return "safe at the initial weights; the training step can move the weights there";
+  return "";
+}
+
 }  // namespace
 
 std::string to_text(const ScanReport& r, const std::string& model) {
   std::string s = fmt::format("grist scan {}: {} hazards: {} may fail, {} proved safe, {} propagated only ({:.1f} ms)\n",
                               model, r.verdicts.size(), r.count(Verdict::MayFail), r.count(Verdict::ProvedSafe),
                               r.count(Verdict::PropagatedOnly), r.seconds * 1e3);
+  if (!r.training.empty()) {
+    int after_training = 0;
+    for (const HazardVerdict& v : r.verdicts)
+      after_training += v.verdict == Verdict::MayFail && v.trained_operand && !v.fails_initially;
+    s += fmt::format("training: {}\n  proofs: {} for every run, {} for stated weight ranges, {} for a number of "
+                     "steps; {} may fail only once training moves the weights\n",
+                     r.training, r.count(Verdict::ProvedSafe, Scope::EveryRun),
+                     r.count(Verdict::ProvedSafe, Scope::StatedWeights), r.count(Verdict::ProvedSafe, Scope::Steps),
+                     after_training);
+  }
   for (const HazardVerdict& v : r.verdicts) {
-    s += fmt::format("  {:<16} {}: operand {}", verdict_name(v.verdict), v.site.label(),
+    s += fmt::format("  {:<16} {}: operand {}", verdict_label(v), v.site.label(),
                      interval_text(v.operand, v.operand_may_be_nan));
     if (v.verdict == Verdict::MayFail) s += fmt::format(" meets {}", v.danger);
+    if (const std::string scope = scope_text(v); !scope.empty()) s += " — " + scope;
     if (v.verdict == Verdict::PropagatedOnly) {
       std::vector<std::string> ids;
       for (int id : v.upstream) ids.push_back(fmt::format("#{}", id));
@@ -46,6 +86,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
   nlohmann::json j;
   j["model"] = model;
   j["seconds"] = r.seconds;
+  if (!r.training.empty()) j["training"] = {{"trained_weights", r.trained_weights}, {"bound", r.training}};
   j["summary"] = {{"hazards", r.verdicts.size()},
                   {"may_fail", r.count(Verdict::MayFail)},
                   {"proved_safe", r.count(Verdict::ProvedSafe)},
@@ -56,14 +97,26 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
                      {"node", v.site.node_name},
                      {"op_type", v.site.op_type},
                      {"failure", failure_name(v.site.failure)},
+                     {"failure_id", failure_id(v.site.failure)},
                      {"condition", v.site.condition},
                      {"verdict", verdict_name(v.verdict)},
+                     {"scope", scope_name(v.scope)},
+                     {"trained_operand", v.trained_operand},
                      {"operand", {bound_json(v.operand.lo), bound_json(v.operand.hi)}},
                      {"operand_may_be_nan", v.operand_may_be_nan},
                      {"danger", v.danger},
                      {"pattern", v.site.pattern},
                      {"fix_hint", v.site.fix_hint}};
     if (!v.upstream.empty()) h["upstream"] = v.upstream;
+    if (v.verdict != Verdict::ProvedSafe) {
+      h.erase("scope");
+      h["fails_at_initial_weights"] = v.fails_initially;
+    }
+    if (v.verdict == Verdict::ProvedSafe && v.scope == Scope::Steps) {
+      h["safe_steps"] = v.safe_steps;
+      h["safe_steps_at_least"] = v.steps_capped;
+    }
+    if (const std::string scope = scope_text(v); !scope.empty()) h["scope_text"] = scope;
     hz.push_back(std::move(h));
   }
   j["hazards"] = std::move(hz);
@@ -77,24 +130,38 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
 }
 
 nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
-  // One rule per Failure kind that has a may-fail result, results pointing at the node as a logical location.
+  // One rule per failure kind that has a may-fail result (a stable id without spaces and a readable name);
+  // each result points at the model file, with the node's 1-based position in the graph's execution order as
+  // its line (said in the rule's help), and at the node as a logical location.
   nlohmann::json rules = nlohmann::json::array();
   std::vector<std::string> rule_ids;
   nlohmann::json results = nlohmann::json::array();
   for (const HazardVerdict& v : r.verdicts) {
     if (v.verdict != Verdict::MayFail) continue;
-    const std::string id(failure_name(v.site.failure));
+    const std::string id = fmt::format("grist/{}", failure_id(v.site.failure));
     if (std::find(rule_ids.begin(), rule_ids.end(), id) == rule_ids.end()) {
       rule_ids.push_back(id);
-      rules.push_back({{"id", id},
-                       {"name", id},
-                       {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
-                       {"help", {{"text", v.site.fix_hint}}}});
+      rules.push_back(
+          {{"id", id},
+           {"name", std::string(failure_name(v.site.failure))},
+           {"shortDescription", {{"text", fmt::format("{} can produce NaN/Inf", v.site.op_type)}}},
+           {"fullDescription",
+            {{"text", fmt::format("The interval analysis cannot exclude {} at this node for the assumed input and "
+                                  "weight ranges.", failure_name(v.site.failure))}}},
+           {"help",
+            {{"text", fmt::format("{} The location's line is the node's 1-based position in the model graph's "
+                                  "execution order (an ONNX file has no source lines); its logical location names "
+                                  "the node.",
+                                  v.site.fix_hint)}}},
+           {"defaultConfiguration", {{"level", "warning"}}}});
     }
-    const std::string text = fmt::format("{}: operand {} meets {}. Fix: {}", v.site.label(),
-                                         interval_text(v.operand, v.operand_may_be_nan), v.danger, v.site.fix_hint);
+    const std::string scope = scope_text(v);
+    const std::string text = fmt::format("{}: operand {} meets {}{}. Fix: {}", v.site.label(),
+                                         interval_text(v.operand, v.operand_may_be_nan), v.danger,
+                                         scope.empty() ? "" : " (" + scope + ")", v.site.fix_hint);
     nlohmann::json location{
-        {"physicalLocation", {{"artifactLocation", {{"uri", model}}}}},
+        {"physicalLocation",
+         {{"artifactLocation", {{"uri", model}}}, {"region", {{"startLine", v.site.node + 1}}}}},
         {"logicalLocations",
          nlohmann::json::array({{{"name", v.site.node_name},
                                  {"fullyQualifiedName", fmt::format("{}/{}", model, v.site.node_name)},
@@ -105,10 +172,8 @@ nlohmann::json to_sarif(const ScanReport& r, const std::string& model) {
                        {"message", {{"text", text}}},
                        {"locations", nlohmann::json::array({location})}});
   }
-  nlohmann::json run{{"tool", {{"driver", {{"name", "grist"},
-                                           {"version", "0.1.0"},
-                                           {"informationUri", "https://github.com/grist/grist"},
-                                           {"rules", rules}}}}},
+  nlohmann::json run{{"tool", {{"driver", {{"name", "grist"}, {"version", "0.1.0"}, {"rules", rules}}}}},
+                     {"artifacts", nlohmann::json::array({{{"location", {{"uri", model}}}}})},
                      {"results", results}};
   return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
           {"version", "2.1.0"},

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/scan.h"
 #include "config/manifest.h"
 #include "onnx/import.h"
 #include "search/hunt.h"
@@ -37,6 +38,13 @@ bool natural_less(const std::string& a, const std::string& b) {
 
 double SubjectResult::mean_seconds() const {
   return seconds.empty() ? 0 : std::accumulate(seconds.begin(), seconds.end(), 0.0) / static_cast<double>(seconds.size());
+}
+double SubjectResult::mean_comparable_seconds() const {
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < seconds.size(); ++i)
+    if (classes[i] != FindingClass::WeightsPerturbed) sum += seconds[i], ++n;
+  return n ? sum / n : 0;
 }
 double SubjectResult::median_seconds() const { return median_of(seconds); }
 int64_t SubjectResult::median_iterations() const { return median_of(iterations); }
@@ -85,6 +93,20 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
     skip_runs();
     return r;
   }
+  // The scan's proofs, to check every trigger a program run reaches against them.
+  ScanOptions so;
+  so.manifest = &*manifest;
+  so.batch = manifest->batch_size;
+  auto scanned = scan(*graph, so);
+  bool clipped = true;
+  for (const auto& [name, spec] : manifest->inputs) clipped &= spec.role != InputRole::Data || spec.range != ClipRange::None;
+  auto contradicts = [&](const HazardOutcome& out) {
+    if (!scanned || !clipped || out.finding_class == FindingClass::WeightsPerturbed) return false;
+    for (const HazardVerdict& v : scanned->verdicts)
+      if (v.site.id == out.fired_site && v.verdict == Verdict::ProvedSafe)
+        return v.scope == Scope::EveryRun || (v.scope == Scope::Steps && v.safe_steps >= out.training_steps);
+    return false;
+  };
   for (int run = 0; run < o.runs; ++run) {
     HuntOptions h;
     h.manifest = *manifest;
@@ -93,6 +115,8 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
     if (o.max_iterations > 0) h.manifest.search.max_iterations = o.max_iterations;
     if (o.variant) h.manifest.search.variant = *o.variant;
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
+    if (o.no_weights) h.manifest.search.weight_change = 0;
+    if (o.no_training) h.manifest.search.training_share = 0;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
     ++r.runs;
@@ -111,8 +135,20 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
       r.seconds.push_back(spent);
       r.iterations.push_back(out.iterations);
       r.study_counts.push_back(manifest->expect.study_count(out.iterations));
+      r.classes.push_back(out.finding_class);
+      r.contradicted_proofs += contradicts(out);
+      ++r.by_class[static_cast<int>(out.finding_class)];
       if (r.expected_op.empty() || out.event.op_type == r.expected_op) ++r.expected_op_hits;
       if (out.weights_from > 0) ++r.weight_search_hits;
+      if (o.replay) {
+        auto again = o.replay(*manifest, out);
+        if (!again) {
+          r.error = fmt::format("replaying the witness of run {}: {}", run + 1, again.message());
+        } else {
+          ++r.replayed;
+          r.reproduced += *again;
+        }
+      }
       if (r.producer.empty())
         r.producer = fmt::format("{} '{}' ({})", out.event.op_type, out.event.node_name, pass_name(out.pass));
       break;

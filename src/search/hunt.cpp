@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "analysis/scan.h"
+#include "analysis/trained_weights.h"
+#include "analysis/training_bounds.h"
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
@@ -26,19 +28,31 @@ std::string_view pass_name(TriggerPass p) {
   return "?";
 }
 
+Result<TriggerPass> parse_pass_name(const std::string& s) {
+  for (TriggerPass p : {TriggerPass::Monitored, TriggerPass::TrainingForward, TriggerPass::TrainingBackward,
+                        TriggerPass::LossBackward, TriggerPass::OptimizerStep})
+    if (pass_name(p) == s) return p;
+  return make_error("unknown pass '{}'", s);
+}
+
+std::string_view finding_class_name(FindingClass c) {
+  switch (c) {
+    case FindingClass::InputReached: return "input-reached";
+    case FindingClass::TrainingReached: return "training-reached";
+    case FindingClass::WeightsPerturbed: return "weights-perturbed";
+  }
+  return "?";
+}
+
+Result<FindingClass> parse_finding_class(const std::string& s) {
+  for (FindingClass c : {FindingClass::InputReached, FindingClass::TrainingReached, FindingClass::WeightsPerturbed})
+    if (finding_class_name(c) == s) return c;
+  return make_error("unknown finding class '{}'", s);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string optimizer_name(OptimizerKind k) {
-  switch (k) {
-    case OptimizerKind::SGD: return "SGD";
-    case OptimizerKind::Adam: return "Adam";
-    case OptimizerKind::Adagrad: return "Adagrad";
-    case OptimizerKind::RMSProp: return "RMSProp";
-  }
-  return "optimizer";
-}
 
 double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
@@ -55,12 +69,24 @@ class TargetSearch {
   Result<HazardOutcome> run(double budget_s, int index, int count);
 
  private:
+  // Inputs alone (GRIST), then crafted training batches (a model that trains), then the weights themselves.
+  enum class Phase { Inputs, Training, Weights };
+
   Status setup();
   Status feed(const Batch& b);
   Status input_step(int64_t it);
   void step_weights();
   bool newton_step_weights();  // false: no weight has a gradient of the objective
-  bool weights_join_now(int64_t it, double elapsed, double budget_s) const;
+  bool inputs_phase_over(int64_t it, double elapsed, double budget_s) const;
+  bool can_craft_training() const;
+  void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
+  bool training_phase_over(int64_t it, double elapsed) const;
+  void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
+  void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
+  void keep_objective_weight_gradient();
+  Status craft_training_batch(int64_t it);
+  void note_masked(HazardOutcome& out, const NonFiniteEvent& e, int64_t it);
+  std::vector<WeightMove> weight_moves(int64_t it, int64_t weights_from) const;
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
@@ -97,6 +123,7 @@ class TargetSearch {
   std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
   std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
+  Phase phase_ = Phase::Inputs;
   bool weights_searched_ = false;         // they have joined
   bool newton_ = false;                   // and take exact steps: the objective is a function of weights only
   static constexpr int64_t kNewtonPatience = 50;  // iterations without progress before exact steps give up
@@ -109,6 +136,31 @@ class TargetSearch {
   RowHistory history_;
   Tensor seed_;
   double objective_ = 0;
+  int64_t iteration_ = 0;                 // the iteration running
+
+  // Crafted training (Phase::Training).
+  double training_until_s_ = 0;           // its end, in seconds of this search
+  int64_t training_until_it_ = 0;         // or in iterations, when max_iterations bounds the search
+  Batch crafted_;                         // the batch the next training step takes
+  std::vector<Tensor> objective_weight_grad_;  // ∂O/∂w this iteration, by params_ (undefined: none)
+  std::vector<Tensor> probe_weights_;     // params_ kept across the probes
+  std::vector<Tensor> probe_plus_, probe_minus_;  // ∂L/∂T at w ± h·d̂, by data input
+  std::vector<CraftedStep> crafted_steps_;
+  size_t crafted_bytes_ = 0;
+  static constexpr size_t kMaxCraftedBytes = size_t{128} << 20;  // what a witness may hold of them
+  std::map<std::string, Tensor> training_start_weights_;
+  std::optional<OptimizerState> training_start_state_;
+
+  // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
+  // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
+  // of the last training step for SGD), then the coordinated step of `weight_change` on every weight.
+  double weight_eps_ = 0;
+  bool optimizer_sized_ = false;
+  double coordinated_from_s_ = 0;
+  int64_t coordinated_from_it_ = 0;
+  // The weight search's reach, for weights-perturbed findings.
+  std::vector<Tensor> join_weights_;      // stepped_weights_ when they joined
+  int64_t trained_steps_at_join_ = 0;
 };
 
 Status TargetSearch::setup() {
@@ -154,7 +206,12 @@ Status TargetSearch::setup() {
   history_.reset(o_.batch_size);
   search_ids_ = data_ids_;
   stepped_weights_.clear();
+  phase_ = Phase::Inputs;
   weights_searched_ = newton_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
+  crafted_steps_.clear();
+  crafted_bytes_ = 0;
+  training_start_weights_.clear();
+  training_start_state_.reset();
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -223,7 +280,8 @@ void TargetSearch::step_weights() {
   for (ValueId id : stepped_weights_) {
     const Tensor* grad = ex_->grad(id);
     if (!grad) continue;
-    sign_step(ex_->mutable_value(id), *grad, cfg_.weight_change, std::nullopt, step_stats_);
+    if (optimizer_sized_ && std::find(params_.begin(), params_.end(), id) == params_.end()) continue;
+    sign_step(ex_->mutable_value(id), *grad, weight_eps_, std::nullopt, step_stats_);
     for (double u : step_stats_.updated) weights_changed_ |= u > 0;
   }
 }
@@ -261,14 +319,220 @@ bool TargetSearch::newton_step_weights() {
   return true;
 }
 
-// The weights join when the inputs have had their share of the budget, or at once when the first backward
-// showed that no data input reaches the objective (a divisor made of weights only).
-bool TargetSearch::weights_join_now(int64_t it, double elapsed, double budget_s) const {
-  if (weights_searched_ || stepped_weights_.empty()) return false;
+// The inputs have had their share of the budget, or the first backward showed that no data input reaches
+// the objective (a divisor made of weights only).
+bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
+  if (phase_ != Phase::Inputs) return false;
   if (objective_backward_ran_ && !data_reaches_objective_) return true;
   if (cfg_.max_iterations > 0)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
   return elapsed >= std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+}
+
+bool TargetSearch::can_craft_training() const {
+  return opt_ && !params_.empty() && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful &&
+         cfg_.training_share > 0 && cfg_.training_s > 0;
+}
+
+void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
+  phase_ = Phase::Training;
+  out.strategy = "grist+training";
+  out.training_from = it;
+  training_until_s_ = elapsed + std::min(cfg_.training_share * std::max(0.0, budget_s - elapsed), cfg_.training_s);
+  if (cfg_.max_iterations > 0)
+    training_until_it_ =
+        it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
+  // The crafted batches start from the batch the program would train on next; the witness starts from the
+  // weights and optimizer state that its own training produced until now.
+  crafted_ = batch_;
+  for (ValueId id : params_) training_start_weights_[g_.value(id).name] = ex_->value(id);
+  training_start_state_ = opt_->state();
+  search_ids_ = data_ids_;
+  search_ids_.insert(search_ids_.end(), params_.begin(), params_.end());
+  objective_weight_grad_.assign(params_.size(), Tensor{});
+}
+
+bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
+  if (phase_ != Phase::Training) return false;
+  if (crafted_bytes_ >= kMaxCraftedBytes) return true;
+  if (cfg_.max_iterations > 0) return it >= training_until_it_;
+  return elapsed >= training_until_s_;
+}
+
+void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
+  phase_ = Phase::Weights;
+  weights_searched_ = true;
+  newton_ = !data_reaches_objective_ &&
+            (target_.objective == Objective::MinAbs || target_.objective == Objective::MinAbsOneMinus);
+  newton_best_at_ = it;
+  search_ids_ = data_ids_;
+  search_ids_.insert(search_ids_.end(), stepped_weights_.begin(), stepped_weights_.end());
+  out.weights_from = it;
+  join_weights_.resize(stepped_weights_.size());
+  for (size_t k = 0; k < stepped_weights_.size(); ++k) join_weights_[k].copy_from(ex_->value(stepped_weights_[k]));
+  trained_steps_at_join_ = opt_ ? opt_->steps_taken() : 0;
+  // Steps the model's own optimizer could take first, for half of what is left; then the coordinated ones.
+  weight_eps_ = cfg_.weight_change;
+  optimizer_sized_ = false;
+  out.strategy = "grist+weights";
+  if (opt_ && !newton_) {
+    // SGD's step is lr·|∂L/∂w|: the executor still holds the last training step's gradients (the objective's
+    // backward of this iteration comes after).
+    double grad_max = 0;
+    for (ValueId id : params_)
+      if (const Tensor* gw = ex_->grad(id))
+        for (int64_t i = 0; i < gw->numel(); ++i) grad_max = std::max(grad_max, std::fabs(gw->get_as_double(i)));
+    const std::optional<double> bound = max_weight_move(m_.train.optimizer, 1);
+    const double one_step = bound ? *bound : std::fabs(m_.train.optimizer.lr) * grad_max;
+    if (one_step > 0 && one_step < cfg_.weight_change) {
+      weight_eps_ = one_step;
+      optimizer_sized_ = true;
+      out.strategy = "grist+weights(optimizer-sized)";
+      coordinated_from_s_ = elapsed + 0.5 * std::max(0.0, budget_s - elapsed);
+      coordinated_from_it_ =
+          cfg_.max_iterations > 0 ? it + std::max<int64_t>(0, cfg_.max_iterations - it) / 2 : 0;
+    }
+  }
+}
+
+void TargetSearch::coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out) {
+  if (!optimizer_sized_) return;
+  if (cfg_.max_iterations > 0 ? it < coordinated_from_it_ : elapsed < coordinated_from_s_) return;
+  optimizer_sized_ = false;
+  weight_eps_ = cfg_.weight_change;
+  out.strategy = "grist+weights";
+}
+
+void TargetSearch::keep_objective_weight_gradient() {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor* d = ex_->grad(params_[k]);
+    if (d) {
+      objective_weight_grad_[k].copy_from(*d);
+    } else {
+      objective_weight_grad_[k] = Tensor{};
+    }
+  }
+}
+
+// Gradient matching: moves the crafted batch's data so that the model's own training step on it goes down the
+// objective's gradient d = ∂O/∂w. The step is w − lr·∂L(T)/∂w (or the optimizer's normalised form of it), so
+// it raises ⟨∂L(T)/∂w, d⟩ — the derivative of the loss along d, whose gradient in T is the difference of ∂L/∂T
+// at w ± h·d̂ over 2h: two first-order passes, no second derivatives. The data stays within its clip range and
+// the labels stay the data's; the probes run with dropout off and leave the generator as it was.
+Status TargetSearch::craft_training_batch(int64_t it) {
+  double d2 = 0, w2 = 0;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor& d = objective_weight_grad_[k];
+    if (!d.defined()) continue;
+    const Tensor& w = ex_->value(params_[k]);
+    for (int64_t i = 0; i < d.numel(); ++i) {
+      const double di = d.get_as_double(i), wi = w.get_as_double(i);
+      d2 += di * di;
+      w2 += wi * wi;
+    }
+  }
+  if (!(d2 > 0) || !std::isfinite(d2)) return Status::ok();  // no trained weight moves the objective now
+  const double norm = std::sqrt(d2);
+  // A probe small against the weights (so the loss is close to linear along it) and large against float32's
+  // rounding of the gradients it differences.
+  const double h = 1e-3 * std::max(std::sqrt(w2), 1.0);
+  const std::optional<Rng> rng_saved = random_ops_ ? std::optional<Rng>(ex_->rng()) : std::nullopt;
+  const std::optional<bool> dropout_saved = ex_->options().dropout_training;
+  ex_->options().dropout_training = false;
+  probe_weights_.resize(params_.size());
+  for (size_t k = 0; k < params_.size(); ++k) probe_weights_[k].copy_from(ex_->value(params_[k]));
+  GRIST_TRY(feed(crafted_));
+  for (int side : {1, -1}) {
+    for (size_t k = 0; k < params_.size(); ++k) {
+      const Tensor& d = objective_weight_grad_[k];
+      if (!d.defined()) continue;
+      Tensor& w = ex_->mutable_value(params_[k]);
+      const Tensor& w0 = probe_weights_[k];
+      const double scale = side * h / norm;
+      dispatch_float(w.dtype(), [&](auto tag) {
+        using T = decltype(tag);
+        T* p = w.data<T>();
+        const T* p0 = w0.data<T>();
+        const T* pd = d.data<T>();
+        for (int64_t i = 0; i < w.numel(); ++i)
+          p[i] = static_cast<T>(static_cast<double>(p0[i]) + scale * static_cast<double>(pd[i]));
+      });
+    }
+    GRIST_TRY(ex_->forward());
+    GRIST_TRY(ex_->backward(loss_, data_ids_));
+    std::vector<Tensor>& keep = side > 0 ? probe_plus_ : probe_minus_;
+    keep.resize(data_ids_.size());
+    for (size_t i = 0; i < data_ids_.size(); ++i) {
+      const Tensor* gx = ex_->grad(data_ids_[i]);
+      if (gx) {
+        keep[i].copy_from(*gx);
+      } else {
+        keep[i] = Tensor{};
+      }
+    }
+  }
+  for (size_t k = 0; k < params_.size(); ++k) ex_->mutable_value(params_[k]).copy_from(probe_weights_[k]);
+  ex_->options().dropout_training = dropout_saved;
+  if (rng_saved) ex_->rng() = *rng_saved;
+  // Ascent on ⟨∂L/∂w, d⟩: T ← clip(T + ε·sign(g₊ − g₋)), a sign step against g₋ − g₊.
+  const double eps = cfg_.epsilon_at(it);
+  for (size_t i = 0; i < data_ids_.size(); ++i) {
+    Tensor& minus = probe_minus_[i];
+    const Tensor& plus = probe_plus_[i];
+    if (!minus.defined() || !plus.defined()) continue;
+    dispatch_float(minus.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* m = minus.data<T>();
+      const T* p = plus.data<T>();
+      for (int64_t j = 0; j < minus.numel(); ++j) m[j] -= p[j];
+    });
+    sign_step(crafted_.at(data_inputs_[i]), minus, eps, data_clips_[i], step_stats_);
+  }
+  return Status::ok();
+}
+
+void TargetSearch::note_masked(HazardOutcome& out, const NonFiniteEvent& e, int64_t it) {
+  if (!e.found) return;
+  if (out.masked_count++ == 0) {
+    out.masked = e;
+    out.masked_iteration = it;
+  }
+}
+
+double rms(const Tensor& t) {
+  double s = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) s += t.get_as_double(i) * t.get_as_double(i);
+  return t.numel() > 0 ? std::sqrt(s / static_cast<double>(t.numel())) : 0;
+}
+
+double rms_difference(const Tensor& a, const Tensor& b) {
+  double s = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = a.get_as_double(i) - b.get_as_double(i);
+    s += d * d;
+  }
+  return a.numel() > 0 ? std::sqrt(s / static_cast<double>(a.numel())) : 0;
+}
+
+// The tensors the weight search moved most against their own scale, first (five at most).
+std::vector<WeightMove> TargetSearch::weight_moves(int64_t it, int64_t weights_from) const {
+  std::vector<WeightMove> moves;
+  for (size_t k = 0; k < stepped_weights_.size() && k < join_weights_.size(); ++k) {
+    const Value& v = g_.value(stepped_weights_[k]);
+    WeightMove m;
+    m.name = v.name;
+    m.moved_rms = rms_difference(ex_->value(stepped_weights_[k]), join_weights_[k]);
+    if (m.moved_rms == 0) continue;
+    m.initial_rms = v.initial ? rms(*v.initial) : 0;
+    m.trained_rms = v.initial ? rms_difference(join_weights_[k], *v.initial) : 0;
+    m.trained_steps = trained_steps_at_join_;
+    m.searched_steps = it - weights_from + 1;
+    moves.push_back(m);
+  }
+  auto relative = [](const WeightMove& m) { return m.moved_rms / std::max(m.initial_rms, 1e-30); };
+  std::sort(moves.begin(), moves.end(), [&](const WeightMove& a, const WeightMove& b) { return relative(a) > relative(b); });
+  if (moves.size() > 5) moves.resize(5);
+  return moves;
 }
 
 void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed,
@@ -277,11 +541,32 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.pass = pass;
   out.event = e;
   out.fired_site = site_of(e.node);
+  out.training_steps = opt_ ? opt_->steps_taken() : 0;
   out.witness.inputs = fed;
   out.witness.pass = pass;
   out.witness.dropout = dropout;
   out.witness.rng_state = rng_before ? rng_before->state() : ex_->rng().state();
   out.witness.weights.clear();
+  out.witness.training.clear();
+  out.witness.trained.clear();
+  out.witness.optimizer.reset();
+  if (opt_)
+    for (ValueId id : params_) out.witness.trained.push_back(g_.value(id).name);
+  if (weights_changed_) {
+    out.finding_class = FindingClass::WeightsPerturbed;
+    out.weight_moves = weight_moves(iteration_, out.weights_from);
+  } else if (!crafted_steps_.empty()) {
+    // Replayed from where the crafted training began: the weights and optimizer state the program's own
+    // training had reached, then every crafted step taken before this pass.
+    out.finding_class = FindingClass::TrainingReached;
+    out.witness.weights = training_start_weights_;
+    out.witness.optimizer = training_start_state_;
+    out.witness.training = std::move(crafted_steps_);
+    crafted_steps_.clear();
+    return;
+  } else {
+    out.finding_class = FindingClass::InputReached;
+  }
   if (opt_ && opt_->steps_taken() > 0)
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
   if (weights_changed_)
@@ -310,6 +595,8 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     fired = true;
     return Status::ok();
   }
+  if (!cfg_.faithful) note_masked(out, ex_->masked_backward_event(), iteration_);
+
   // Keep the weights the pass used: the optimizer may be the producer.
   weights_before_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
@@ -321,16 +608,18 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     e.found = true;
     e.in_backward = true;
     e.node_name = "optimizer";
-    e.op_type = optimizer_name(m_.train.optimizer.kind);
+    e.op_type = optimizer_kind_name(m_.train.optimizer.kind);
     e.value_name = g_.value(id).name;
     e.shape = w.shape();
     e.dtype = w.dtype();
     e.counts = count_nonfinite(w);
     e.first_value = w.get_as_double(e.counts.first_index);
     record_trigger(out, TriggerPass::OptimizerStep, e, witness_batch(), m_.train.dropout, rng_before);
-    out.witness.weights.clear();
-    for (size_t i = 0; i < params_.size(); ++i)
-      out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
+    if (out.finding_class != FindingClass::TrainingReached) {
+      out.witness.weights.clear();
+      for (size_t i = 0; i < params_.size(); ++i)
+        out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
+    }
     fired = true;
     return Status::ok();
   }
@@ -389,16 +678,23 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     }
     // Exact steps either reach zero within a few iterations or face an objective that is not locally
     // linear in any one weight (a sum of many |w|): the time is better left to the hazards after this one.
+    if (o_.stop_requested && o_.stop_requested()) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = "interrupted";
+      break;
+    }
     if (newton_ && it - newton_best_at_ > kNewtonPatience) {
       out.iterations = it - 1;
       out.seconds = elapsed;
       out.stopped = fmt::format("the exact weight steps stopped reducing the objective (best {:.6g})", newton_best_);
       break;
     }
-    if (o_.on_progress && seconds_between(last_progress, Clock::now()) >= 0.1) {
+    if (o_.on_progress && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
       last_progress = Clock::now();
       o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_});
     }
+    iteration_ = it;
     GRIST_TRY(data_->redraw(batch_));
     if (cfg_.variant == Variant::Random) {
       for (const auto& name : data_inputs_) {
@@ -443,18 +739,27 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         finish();
         return out;
       }
+      note_masked(out, ex_->masked_backward_event(), it);
     }
-    if (steps && weights_join_now(it, elapsed, budget_s)) {
-      weights_searched_ = true;
-      newton_ = !data_reaches_objective_ &&
-                (target_.objective == Objective::MinAbs || target_.objective == Objective::MinAbsOneMinus);
-      newton_best_at_ = it;
-      search_ids_.insert(search_ids_.end(), stepped_weights_.begin(), stepped_weights_.end());
-      out.strategy = "grist+weights";
-      out.weights_from = it;
+    if (steps && inputs_phase_over(it, elapsed, budget_s)) {
+      if (can_craft_training()) {
+        enter_training_phase(it, elapsed, budget_s, out);
+      } else if (!stepped_weights_.empty()) {
+        enter_weights_phase(it, elapsed, budget_s, out);
+      }
     }
+    if (training_phase_over(it, elapsed)) {
+      if (!stepped_weights_.empty()) {
+        enter_weights_phase(it, elapsed, budget_s, out);
+      } else {
+        phase_ = Phase::Inputs;  // nothing further to try: the inputs and the program's own training go on
+        search_ids_ = data_ids_;
+      }
+    }
+    if (phase_ == Phase::Weights) coordinate_weight_steps(it, elapsed, out);
+    const bool crafting = phase_ == Phase::Training;
     // Once weights are stepped, the monitored pass's activations belong to the weights before the step.
-    const bool reuse_now = reuse && !weights_searched_;
+    const bool reuse_now = reuse && !weights_searched_ && !crafting;
     // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
     if (m_.train.enabled && !m_.train.on_updated_batch && !reuse_now) monitored_ = batch_;
 
@@ -466,6 +771,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         newton_best_ = ov.value;
         newton_best_at_ = it;
       }
+      if (crafting) std::fill(objective_weight_grad_.begin(), objective_weight_grad_.end(), Tensor{});
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
         GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
@@ -474,6 +780,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
           objective_backward_ran_ = true;
           for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;
         }
+        if (crafting) keep_objective_weight_gradient();
         GRIST_TRY(input_step(it));
         if (weights_searched_ && !newton_) step_weights();
         if (weights_searched_ && newton_ && !newton_step_weights() && it == out.weights_from) {
@@ -486,11 +793,24 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       }
     }
 
-    // 3. The model's own training step.
+    // 3. The model's own training step: on the program's batch, or on the crafted one.
     if (m_.train.enabled) {
       bool fired = false;
-      const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored_;
-      GRIST_TRY(train_step(fed, reuse_now, out, fired));
+      if (crafting) {
+        GRIST_TRY(data_->redraw(crafted_));
+        GRIST_TRY(craft_training_batch(it));
+        CraftedStep step;
+        if (random_ops_) step.rng_state = ex_->rng().state();
+        GRIST_TRY(train_step(crafted_, false, out, fired));
+        if (!fired) {
+          step.batch = crafted_;
+          for (const auto& [name, t] : step.batch) crafted_bytes_ += t.nbytes();
+          crafted_steps_.push_back(std::move(step));
+        }
+      } else {
+        const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored_;
+        GRIST_TRY(train_step(fed, reuse_now, out, fired));
+      }
       if (fired) {
         finish();
         return out;
@@ -518,27 +838,33 @@ struct PlannedHazard {
 
 // Which values some searched data input reaches (forward along the graph, whose nodes are in order).
 std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
-  std::vector<bool> reached(g.values.size(), false);
+  std::vector<bool> inputs(g.values.size(), false);
   for (const auto& name : data.input_names())
-    if (data.spec(name).role == InputRole::Data) reached[static_cast<size_t>(g.find_value(name))] = true;
-  for (const Node& n : g.nodes) {
-    bool any = false;
-    for (ValueId in : n.inputs) any |= in != kNoValue && reached[static_cast<size_t>(in)];
-    if (any)
-      for (ValueId out : n.outputs)
-        if (out != kNoValue) reached[static_cast<size_t>(out)] = true;
-  }
-  return reached;
+    if (data.spec(name).role == InputRole::Data) inputs[static_cast<size_t>(g.find_value(name))] = true;
+  return reached_from(g, inputs);
 }
 
-// The hazards to hunt, in order: the ones the interval scan says may fail, then those that only propagate
-// an upstream failure. Proved-safe ones are skipped only when nothing trains and the weights stay put: the
-// scan assumes ranges for the weights, and training or the weight search may carry them beyond, so such a
-// model hunts them last instead, with a smaller share of the time than the hazards that may fail.
+// Whether the hunt keeps every searched input inside the range the scan assumed for it (a clip range).
+bool inputs_stay_in_scan_ranges(const Dataset& data) {
+  for (const auto& name : data.input_names()) {
+    const InputSpec& spec = data.spec(name);
+    if (spec.role == InputRole::Data && spec.range == ClipRange::None) return false;
+  }
+  return true;
+}
+
+// The hazards to hunt, in order, with the interval scan's verdicts deciding (a proof is trusted only as far
+// as its scope covers what the hunt does):
+//   1. may fail at the initial weights already, then may fail once training moves the weights;
+//   2. propagated only (they inherit an upstream failure);
+//   3. proved safe, but for less than the hunt does: for weight ranges the user stated (training or the
+//      weight search may leave them), or for inputs in a range the unclipped search may leave — hunted last,
+//      with a smaller share of the time;
+// and proved safe for every run (any weights, inputs within their clip ranges): not hunted.
 // Without the scan: execution order, equal shares.
 std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, const Dataset& data,
                                         const std::vector<const HazardSite*>& targets, HuntReport& report) {
-  constexpr double kMayFail = 1.0, kPropagated = 0.5, kSafeUnlessWeightsMove = 0.25;
+  constexpr double kMayFail = 1.0, kPropagated = 0.5, kProvedForLess = 0.25;
   auto equal_shares = [&] {
     std::vector<PlannedHazard> plan;
     for (const HazardSite* t : targets) plan.push_back({t, kMayFail});
@@ -549,32 +875,38 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
   ScanOptions so;
   so.manifest = &o.manifest;
   so.batch = o.batch_size;
+  so.step_bounds = false;  // the hunt runs as many steps as its budget allows: a step count covers none of it
   auto scanned = scan(g, so);
   report.scan_seconds = seconds_between(start, Clock::now());
   if (!scanned) return equal_shares();  // a model the analysis cannot bound is hunted whole
-  std::vector<const HazardSite*> may_fail, propagated, safe_if_weights_stay;
+  const bool clipped = inputs_stay_in_scan_ranges(data);
+  std::vector<const HazardSite*> fails_initially, fails_when_trained, propagated, proved_for_less;
   for (const HazardSite* t : targets) {
     const HazardVerdict* v = nullptr;
     for (const auto& hv : scanned->verdicts)
       if (hv.site.id == t->id) v = &hv;
-    if (!v || v->verdict == Verdict::MayFail) {
-      may_fail.push_back(t);
+    if (!v || (v->verdict == Verdict::MayFail && v->fails_initially)) {
+      fails_initially.push_back(t);
+    } else if (v->verdict == Verdict::MayFail) {
+      fails_when_trained.push_back(t);
     } else if (v->verdict == Verdict::PropagatedOnly) {
       propagated.push_back(t);
-    } else if (o.manifest.train.enabled || (o.manifest.search.weight_change > 0 && !o.manifest.search.faithful)) {
-      safe_if_weights_stay.push_back(t);
+    } else if (v->scope != Scope::EveryRun || !clipped) {
+      proved_for_less.push_back(t);
     } else {
       HazardOutcome skipped;
       skipped.site = *t;
-      skipped.skipped = fmt::format("proved safe by the interval scan: its operand stays in [{}, {}]",
+      skipped.skipped = fmt::format("proved safe for every run by the interval scan: its operand stays in [{}, {}] "
+                                    "for any value of the trained weights and inputs within their clip ranges",
                                     v->operand.lo, v->operand.hi);
       report.outcomes.push_back(std::move(skipped));
     }
   }
   std::vector<PlannedHazard> plan;
-  for (const HazardSite* t : may_fail) plan.push_back({t, kMayFail});
+  for (const HazardSite* t : fails_initially) plan.push_back({t, kMayFail});
+  for (const HazardSite* t : fails_when_trained) plan.push_back({t, kMayFail});
   for (const HazardSite* t : propagated) plan.push_back({t, kPropagated});
-  for (const HazardSite* t : safe_if_weights_stay) plan.push_back({t, kSafeUnlessWeightsMove});
+  for (const HazardSite* t : proved_for_less) plan.push_back({t, kProvedForLess});
   // When weights are searched, a hazard no data input reaches (a divisor made of weights or constants) is
   // settled fast: exact weight steps reach zero in a few iterations or give up once they stop progressing.
   // Such hazards go first, those whose operand is a weight itself (one exact step) before the others, so
@@ -612,10 +944,21 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
   auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
+  if (o.on_planned) o.on_planned(report);
+  if (o.on_outcome)
+    for (const HazardOutcome& skipped : report.outcomes) o.on_outcome(report, skipped);
   // The time limit is shared by weight: each hazard gets its share of what is left when its turn comes, so
   // time a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;
   for (size_t i = 0; i < plan.size(); ++i) {
+    if (report.interrupted) {
+      HazardOutcome left;
+      left.site = *plan[i].site;
+      left.skipped = "not hunted: the hunt was interrupted";
+      report.outcomes.push_back(std::move(left));
+      if (o.on_outcome) o.on_outcome(report, report.outcomes.back());
+      continue;
+    }
     const double left = total_s - seconds_between(start, Clock::now());
     double shares_left = 0;
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
@@ -624,7 +967,9 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
     auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;
+    report.interrupted = outcome->stopped == "interrupted";
     report.outcomes.push_back(std::move(outcome).value());
+    if (o.on_outcome) o.on_outcome(report, report.outcomes.back());
     if (fired && !o.all) break;
   }
   report.seconds = seconds_between(start, Clock::now());

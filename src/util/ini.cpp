@@ -3,6 +3,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "util/input_file.h"
+
 namespace grist {
 
 namespace {
@@ -41,6 +43,7 @@ Result<IniFile> parse_ini(const std::string& text, const std::string& source) {
 }
 
 Result<IniFile> read_ini(const std::string& path) {
+  GRIST_TRY(check_input_file(path, kMaxTextBytes, "an experiments.conf"));
   std::ifstream f(path);
   GRIST_CHECK(f.good(), "{}: cannot open file", path);
   std::stringstream buf;

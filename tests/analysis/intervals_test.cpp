@@ -1367,7 +1367,7 @@ TEST(ScanGuards, OneMinusSigmoidIsNeverNegative) {
   EXPECT_FALSE(a->values[static_cast<size_t>(g.find_value("y"))].may_be_nan);
 }
 
-TEST(ScanRanges, ManifestTrainedWeightsReplaceRanumsDefault) {
+TEST(ScanRanges, TrainedWeightsAreUnboundedUnlessTheUserStatesARange) {
   Graph g = GraphBuilder()
                 .input("x", DType::Float32, {2})
                 .constant("w", Tensor::from<float>({2}, {0.01f, -0.01f}))
@@ -1381,15 +1381,22 @@ TEST(ScanRanges, ManifestTrainedWeightsReplaceRanumsDefault) {
   ScanOptions o;
   o.manifest = &m;
   o.given["x"] = IntervalTensor::filled(DType::Float32, {2}, {0, 100});
-  auto ranum = scan(g, o);
-  ASSERT_TRUE(ranum.is_ok()) << ranum.message();
-  EXPECT_EQ(verdict_of(*ranum, "Exp").verdict, Verdict::ProvedSafe);  // w in [-0.03, 0.03]: y ≤ 3
+  auto trained = scan(g, o);
+  ASSERT_TRUE(trained.is_ok()) << trained.message();
+  EXPECT_EQ(verdict_of(*trained, "Exp").verdict, Verdict::MayFail);  // training may carry w anywhere
+  EXPECT_FALSE(verdict_of(*trained, "Exp").fails_initially);       // at w = ±0.01, y ≤ 1
+  m.scan_trained_weights = std::pair{-0.03, 0.03};
+  auto narrow = scan(g, o);
+  ASSERT_TRUE(narrow.is_ok()) << narrow.message();
+  EXPECT_EQ(verdict_of(*narrow, "Exp").verdict, Verdict::ProvedSafe);  // y ≤ 3
+  EXPECT_EQ(verdict_of(*narrow, "Exp").scope, Scope::StatedWeights);
   m.scan_trained_weights = std::pair{-1.0, 1.0};
   auto wide = scan(g, o);
   ASSERT_TRUE(wide.is_ok()) << wide.message();
   EXPECT_EQ(verdict_of(*wide, "Exp").verdict, Verdict::MayFail);  // y up to 100
   bool named = false;
-  for (const auto& a : wide->assumptions) named |= a.name == "w" && a.reason == "manifest [scan] trained_weights";
+  for (const auto& a : wide->assumptions)
+    named |= a.name == "w" && a.reason == "your statement: manifest [scan] trained_weights";
   EXPECT_TRUE(named);
 }
 

@@ -108,7 +108,19 @@ TEST(CliJson, HuntReportWitnessAndReplayAgree) {
   const std::string out = dir.path("w");
   const Outcome r = grist(dir, "hunt " + kModels + "logreg_toy.toml --json -q --out " + out);
   ASSERT_EQ(r.status, 1) << r.err;
-  const json j = parse(r.out);
+  // JSON Lines, each written the moment it is final: the hazards, one line per outcome, the summary.
+  std::vector<json> lines;
+  std::istringstream stream(r.out);
+  for (std::string line; std::getline(stream, line);) lines.push_back(parse(line));
+  ASSERT_EQ(lines.size(), 3u) << r.out;  // it stops at the first trigger
+  EXPECT_EQ(lines[0].at("event"), "hazards");
+  EXPECT_EQ(lines[1].at("event"), "outcome");
+  EXPECT_EQ(lines[2].at("event"), "summary");
+  EXPECT_EQ(lines[2].at("triggered"), 1);
+  EXPECT_EQ(lines[2].at("input_reached"), 1);
+  EXPECT_EQ(lines[2].at("distinct_producers"), 1);
+  EXPECT_EQ(lines[2].at("interrupted"), false);
+  const json& j = lines[0];
   EXPECT_EQ(j.at("model"), kModels + "logreg_toy.onnx");
   ASSERT_EQ(j.at("hazards").size(), 2u);
   const json& h = j["hazards"][0];
@@ -120,13 +132,13 @@ TEST(CliJson, HuntReportWitnessAndReplayAgree) {
   EXPECT_EQ(h.at("objective_on"), "/Sigmoid_output_0");
   EXPECT_FALSE(h.at("fix").get<std::string>().empty());
   EXPECT_EQ(j["hazards"][1].at("pattern"), "log(1 - v)");
-  ASSERT_EQ(j.at("outcomes").size(), 1u);  // it stops at the first trigger
-  const json& o = j["outcomes"][0];
+  const json& o = lines[1];
   EXPECT_EQ(o.at("hazard"), 1);
   EXPECT_EQ(o.at("triggered"), true);
   EXPECT_EQ(o.at("iterations"), 235);
   EXPECT_EQ(o.at("pass"), "monitored forward");
   EXPECT_EQ(o.at("strategy"), "grist");
+  EXPECT_EQ(o.at("class"), "input-reached");
   EXPECT_EQ(o.at("weights_from_iteration"), 0);
   EXPECT_EQ(o.at("fired_hazard"), 1);
   EXPECT_EQ(o.at("producer").at("node"), "/Log");
@@ -246,7 +258,7 @@ TEST(CliJson, ScanJsonAndSarifDescribeTheSameHazards) {
   for (size_t i = 0; i < results.size(); ++i) {
     const json& res = results[i];
     const json& h = *may_fail[i];
-    EXPECT_EQ(res.at("ruleId"), h.at("failure"));
+    EXPECT_EQ(res.at("ruleId"), "grist/" + h.at("failure_id").get<std::string>());
     const size_t index = res.at("ruleIndex");
     ASSERT_LT(index, rules.size());
     EXPECT_EQ(rules[index].at("id"), res.at("ruleId"));
@@ -264,7 +276,7 @@ TEST(CliJson, ScanJsonAndSarifDescribeTheSameHazards) {
 TEST(CliJson, ScanOfASafeModelHasNoSarifResults) {
   ScratchDir dir;
   const std::string sarif_path = dir.path("safe.sarif");
-  const std::string assume = " --assume x=0,1 --assume fc.weight=-0.01,0.01";
+  const std::string assume = " --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights";
   const Outcome r = grist(dir, "scan " + kModels + "vae_head.onnx" + assume + " --sarif " + sarif_path);
   ASSERT_EQ(r.status, 0) << r.err;
   const json s = parse(testing::read_file_bytes(sarif_path));

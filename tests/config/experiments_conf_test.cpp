@@ -116,7 +116,7 @@ TEST(Ini, ReadsAFileAndSaysWhenItIsMissing) {
   EXPECT_EQ(ini->at("parameter").at("change").value, "0.5");
   auto missing = read_ini("/nonexistent/e.conf");
   ASSERT_FALSE(missing);
-  EXPECT_EQ(missing.message(), "/nonexistent/e.conf: cannot open file");
+  EXPECT_EQ(missing.message(), "/nonexistent/e.conf: cannot open file: No such file or directory");
 }
 
 // Every malformed file: one line naming the file, the line and, for a value, its key.

@@ -367,7 +367,7 @@ TEST(Manifest, ABatchTableWithoutASizeKeepsTheSizeOpen) {
 TEST(Manifest, AMissingFileSaysSo) {
   auto m = read_manifest("/nonexistent/m.toml");
   ASSERT_FALSE(m);
-  EXPECT_EQ(m.message(), "/nonexistent/m.toml: cannot open file");
+  EXPECT_EQ(m.message(), "/nonexistent/m.toml: cannot open file: No such file or directory");
 }
 
 // Every manifest of the zoo and of the tests reads: the benchmark cannot lose a subject to a format change.

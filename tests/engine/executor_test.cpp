@@ -199,3 +199,84 @@ TEST(Executor, SteadyStateIterationsAllocateNothing) {
   EXPECT_EQ(Tensor::allocation_count(), tensors_before);
   EXPECT_EQ(g_news, news_before);
 }
+
+// y = sqrt(exp(clip(x, -100, 87))) under flush-to-zero: for x in (-100, -87.3) exp flushes to 0 and sqrt′(0) = ∞,
+// then ∞·0 = NaN through Exp's backward. Clip passes that NaN on inside its range and masks it outside.
+Graph clip_exp_sqrt_graph() {
+  return GraphBuilder()
+      .input("x", DType::Float32, {2})
+      .constant("lo", Tensor::from<float>({}, {-100.0f}))
+      .constant("hi", Tensor::from<float>({}, {87.0f}))
+      .node("Clip", {"x", "lo", "hi"}, {"c"})
+      .node("Exp", {"c"}, {"e"})
+      .node("Sqrt", {"e"}, {"s"})
+      .node("ReduceSum", {"s"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+      .output("loss")
+      .build();
+}
+
+TEST(Executor, ANonFiniteGradientThatAClipMasksIsNotABackwardFailure) {
+  Graph g = clip_exp_sqrt_graph();
+  ExecutorOptions o;
+  o.flush_denormals = true;
+  Executor ex = make_executor(g, o);
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({2}, {-120.0f, 1.0f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_FALSE(ex.forward_event().found);
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  EXPECT_FALSE(ex.backward_event().found) << ex.backward_event().describe();
+  const NonFiniteEvent& masked = ex.masked_backward_event();
+  ASSERT_TRUE(masked.found);
+  EXPECT_TRUE(masked.masked);
+  EXPECT_EQ(masked.op_type, "Sqrt");
+  const Tensor* gx = ex.grad(g.find_value("x"));
+  ASSERT_NE(gx, nullptr);
+  EXPECT_EQ(gx->data<float>()[0], 0.0f);  // what PyTorch's and TensorFlow's Clip backward give as well
+}
+
+TEST(Executor, ANonFiniteGradientInsideTheClipRangeReachesTheInput) {
+  Graph g = clip_exp_sqrt_graph();
+  ExecutorOptions o;
+  o.flush_denormals = true;
+  Executor ex = make_executor(g, o);
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({2}, {-95.0f, 1.0f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  const NonFiniteEvent& e = ex.backward_event();
+  ASSERT_TRUE(e.found);
+  EXPECT_FALSE(e.masked);
+  EXPECT_EQ(e.op_type, "Sqrt");  // the producer, not Exp or Clip, which only propagate
+  EXPECT_FALSE(ex.masked_backward_event().found);
+  EXPECT_TRUE(std::isnan(ex.grad(g.find_value("x"))->data<float>()[0]));
+}
+
+TEST(Executor, OfTwoNonFiniteGradientsTheOneThatReachesTheWantedGradientIsReported) {
+  // loss = Σ sqrt(relu(x)) + Σ log(w): sqrt′(0) = ∞ where x < 0 is masked by Relu's backward (a select, as in
+  // PyTorch); log′(w) = 1/w at w = 0 reaches w.
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {2})
+                .input("w", DType::Float32, {2})
+                .node("Relu", {"x"}, {"r"})
+                .node("Sqrt", {"r"}, {"s"})
+                .node("Log", {"w"}, {"lw"})
+                .node("Add", {"s", "lw"}, {"sum"})
+                .node("ReduceSum", {"sum"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+                .output("loss")
+                .build();
+  Executor ex = make_executor(g);
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({2}, {-1.0f, 4.0f})).is_ok());
+  ASSERT_TRUE(ex.set_input("w", Tensor::from<float>({2}, {1.0f, 0.5f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  EXPECT_FALSE(ex.backward_event().found) << ex.backward_event().describe();
+  ASSERT_TRUE(ex.masked_backward_event().found);
+  EXPECT_EQ(ex.masked_backward_event().op_type, "Sqrt");
+  // Now w reaches 0 as well: 1/w = inf lands in w's gradient; the masked sqrt is not the failure.
+  ASSERT_TRUE(ex.set_input("w", Tensor::from<float>({2}, {0.0f, 0.5f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  ASSERT_TRUE(ex.backward_event().found);
+  EXPECT_EQ(ex.backward_event().op_type, "Log");
+  EXPECT_EQ(ex.backward_event().value_name, "w");
+  EXPECT_FALSE(ex.masked_backward_event().found);
+}

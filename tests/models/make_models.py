@@ -151,6 +151,29 @@ class ToyLogisticRegression(nn.Module):
         return -(y * torch.log(h) + (1 - y) * torch.log(1 - h)).mean()
 
 
+class CraftedTrainingToy(nn.Module):
+    """w·x fitted to y by MSE, and log(1.5 − w·x) of the same prediction. For x in [0, 1] the log is safe while
+    w < 1.5, and the program's own data (x ≈ y ≈ 0.95) keeps w near 1; a training batch of small x with the
+    same labels drives w up (towards y/x), after which x = 1 breaks the log: reachable by training, not by
+    inputs alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(1, 1))
+
+    def forward(self, x, y):
+        p = x.matmul(self.w)
+        loss = ((p - y) * (p - y)).mean()
+        return loss, torch.log(1.5 - p)
+
+
+def export_crafted_training_toy():
+    torch.onnx.export(CraftedTrainingToy(), (torch.rand(4, 1), torch.rand(4, 1)),
+                      os.path.join(HERE, "crafted_training_toy.onnx"), input_names=["x", "y"],
+                      output_names=["loss", "log_margin"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      opset_version=13, do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+
+
 def export_hunt_models():
     """Models of the hunt's known-answer tests (their manifests are committed beside them)."""
     torch.onnx.export(FreeLogitsLogSoftmax(), (torch.rand(3, 5),), os.path.join(HERE, "free_logits.onnx"),
@@ -160,6 +183,7 @@ def export_hunt_models():
                       os.path.join(HERE, "logreg_toy.onnx"), input_names=["x", "y"], output_names=["cost"],
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=13,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+    export_crafted_training_toy()
 
 
 def export_bad_models():
@@ -190,6 +214,26 @@ def export_bad_models():
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), os.path.join(HERE, "huge_initializer.onnx"))
 
 
+def export_reliability_models():
+    """Models of the command-line reliability tests (built with onnx.helper, no PyTorch)."""
+    import onnx
+    from onnx import helper, TensorProto
+    # A fixed batch dimension of 3: hunt and run take it without --batch.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [])
+    nodes = [helper.make_node("Log", ["x"], ["l"], name="log"),
+             helper.make_node("ReduceSum", ["l"], ["y"], name="sum", keepdims=0)]
+    m = helper.make_model(helper.make_graph(nodes, "fixed_batch", [x], [y]), opset_imports=[helper.make_opsetid("", 13)])
+    onnx.save(m, os.path.join(HERE, "fixed_batch.onnx"))
+    # An opset from the future: refused with the numbers, not run as if it were known.
+    r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [2])
+    m = helper.make_model(helper.make_graph([helper.make_node("Relu", ["a"], ["r"])], "future",
+                                            [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])], [r]),
+                          opset_imports=[helper.make_opsetid("", 99)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(HERE, "future_opset.onnx"))
+
+
 def main():
     import sys
     only = sys.argv[1:]  # model names: export only these (the others' files stay as committed)
@@ -197,7 +241,10 @@ def main():
         torch.manual_seed(4)
         if "cross_entropy" in only:
             export_cross_entropy()
+        if "reliability" in only:
+            export_reliability_models()
         return
+    export_reliability_models()
     export_bad_models()
     export_hunt_models()
     torch.manual_seed(0)

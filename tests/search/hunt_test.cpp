@@ -138,15 +138,28 @@ TEST(HuntSettings, DecayShrinksTheStepAndDelaysTheTrigger) {
 
 TEST(HuntSettings, ClippingHoldsTheSearchedInputInsideItsRange) {
   Loaded l = load("free_logits");
-  HazardOutcome o = hunt_first(l, [](Manifest& m) {
+  auto clipped = [](Manifest& m) {
     m.inputs["z"].range = ClipRange::Explicit;
     m.inputs["z"].lo = -20;
     m.inputs["z"].hi = 20;
     m.search.max_iterations = 1000;
-  });
-  // A gap of at most 40 cannot underflow a softmax entry, so it never triggers, though every iteration ran.
-  EXPECT_FALSE(o.triggered);
-  EXPECT_EQ(o.iterations, 1000);
+  };
+  // A gap of at most 40 cannot underflow a softmax entry: the scan proves it for every run (no weights, and
+  // the clip keeps the search in the box), so the hunt spends nothing on it...
+  HazardOutcome skipped = hunt_first(l, clipped);
+  EXPECT_FALSE(skipped.triggered);
+  EXPECT_EQ(skipped.iterations, 0);
+  EXPECT_EQ(skipped.skipped.rfind("proved safe for every run by the interval scan", 0), 0u) << skipped.skipped;
+  // ...and searched anyway, it never triggers, though every iteration ran.
+  HuntOptions o;
+  o.manifest = l.manifest;
+  clipped(o.manifest);
+  o.use_scan = false;
+  o.batch_size = o.manifest.batch_size;
+  auto r = hunt(l.graph, o);
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  EXPECT_FALSE(r->outcomes.front().triggered);
+  EXPECT_EQ(r->outcomes.front().iterations, 1000);
 }
 
 TEST(HuntSettings, AnIterationBudgetStopsASearchThatCannotSucceed) {
@@ -237,16 +250,18 @@ TEST(HuntWeights, WeightsJoinAfterTheInputsShareAndReachWhatInputsAloneCannot) {
   no_training(o.manifest);
   o.manifest.search.weight_change = 0;  // inputs only, as GRIST
   o.batch_size = 6;
-  // With nothing to move the weights, the scan proves both logs safe and neither is searched...
+  // With nothing to move the weights, the scan proves both logs safe for inputs in [-50, 50]; the unclipped
+  // search may leave that box, so both are still searched, each for all of its 2,000 iterations...
   auto inputs_only = hunt(l.graph, o);
   ASSERT_TRUE(inputs_only.is_ok()) << inputs_only.message();
   ASSERT_EQ(inputs_only->outcomes.size(), 2u);
   for (const auto& out : inputs_only->outcomes) {
     EXPECT_FALSE(out.triggered);
-    EXPECT_EQ(out.iterations, 0);
-    EXPECT_EQ(out.skipped.rfind("proved safe by the interval scan", 0), 0u) << out.skipped;
+    EXPECT_EQ(out.iterations, 2000);
+    EXPECT_TRUE(out.skipped.empty()) << out.skipped;
   }
-  // ...and without the scan, searching the inputs alone for every one of the 2,000 iterations reaches neither.
+  // ...and without the scan the same: searching the inputs alone for every one of the 2,000 iterations reaches
+  // neither.
   o.use_scan = false;
   auto searched = hunt(l.graph, o);
   ASSERT_TRUE(searched.is_ok()) << searched.message();

@@ -27,7 +27,8 @@ HazardOutcome hunt_subject_3(const std::function<void(SearchConfig&)>& rule) {
   HuntOptions h;
   h.manifest = *m;
   h.manifest.search.seed = 1;
-  h.manifest.search.weight_change = 0;  // the inputs alone, as GRIST
+  h.manifest.search.weight_change = 0;  // the inputs alone, as GRIST (--reach inputs): no weight steps
+  h.manifest.search.training_share = 0;  // and no crafted training batches
   h.manifest.search.max_iterations = 3000;
   h.manifest.search.time_limit = 10;  // minutes, a backstop
   rule(h.manifest.search);

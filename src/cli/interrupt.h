@@ -1,0 +1,18 @@
+// Ctrl-C and SIGTERM during a long run: the first ends the work cleanly (what was found is kept, the summary is
+// printed), a second ends the process at once (the handler is reset after the first).
+#pragma once
+
+namespace grist::cli {
+
+class InterruptGuard {
+ public:
+  InterruptGuard();   // installs the handlers for SIGINT and SIGTERM
+  ~InterruptGuard();  // restores the previous ones
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+  static bool requested();       // a signal arrived
+  static int signal_number();    // which one (0: none)
+};
+
+}  // namespace grist::cli

@@ -1,0 +1,167 @@
+// What a finding says about how it was reached: input-reached, training-reached (crafted training batches,
+// replayed from the witness) or weights-perturbed; and that a non-finite gradient a later op masks is
+// reported as masked, never as a trigger.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "config/manifest.h"
+#include "onnx/import.h"
+#include "report/witness.h"
+#include "search/hunt.h"
+#include "support/graph_builder.h"
+#include "support/op_test_util.h"
+
+using namespace grist;
+using grist::testing::GraphBuilder;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModels = fs::path(GRIST_SOURCE_DIR) / "tests/models";
+
+struct Loaded {
+  Graph graph;
+  Manifest manifest;
+};
+
+Loaded load(const std::string& name) {
+  auto m = read_manifest((kModels / (name + ".toml")).string());
+  EXPECT_TRUE(m.is_ok()) << m.message();
+  auto g = import_onnx_file(m->model);
+  EXPECT_TRUE(g.is_ok()) << g.message();
+  return {std::move(g).value(), std::move(m).value()};
+}
+
+HazardOutcome hunt_first(const Graph& g, Manifest m) {
+  HuntOptions o;
+  o.manifest = std::move(m);
+  o.batch_size = o.manifest.batch_size > 0 ? o.manifest.batch_size : 1;
+  auto r = hunt(g, o);
+  EXPECT_TRUE(r.is_ok()) << r.message();
+  EXPECT_FALSE(r->outcomes.empty());
+  return r->outcomes.empty() ? HazardOutcome{} : r->outcomes.front();
+}
+
+// tests/models/crafted_training_toy: log(1.5 − x·w) with x ≤ 1 and w = 1, trained towards y ≈ x ≈ 0.95.
+Manifest toy_manifest(const Loaded& l, bool craft) {
+  Manifest m = l.manifest;
+  m.search.max_iterations = 200;  // 50 iterations of inputs alone, then 75 of crafted training
+  if (!craft) m.search.training_share = 0;
+  m.search.weight_change = 0;  // no weight search: what is found is reached by inputs or training
+  return m;
+}
+
+}  // namespace
+
+TEST(FindingClass, InputsAloneAndTheProgramsOwnTrainingNeverBreakTheToy) {
+  Loaded l = load("crafted_training_toy");
+  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, false));
+  EXPECT_FALSE(o.triggered) << o.event.describe();
+  EXPECT_EQ(o.iterations, 200);
+  EXPECT_EQ(o.training_from, 0);
+}
+
+TEST(FindingClass, CraftedTrainingBatchesReachTheToysFailureAndSaySo) {
+  Loaded l = load("crafted_training_toy");
+  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_EQ(o.strategy, "grist+training");
+  EXPECT_EQ(o.training_from, 51);
+  EXPECT_EQ(o.weights_from, 0);
+  EXPECT_EQ(o.pass, TriggerPass::Monitored);
+  EXPECT_EQ(o.event.node_name, "/Log");
+  // SGD lr 0.5 on x = y − 0.15·k: w = 1.119, 1.262, 1.420, 1.576 (PyTorch gives the same), and 1.5 − 1·w < 0
+  // after the fourth step.
+  ASSERT_EQ(o.witness.training.size(), 4u);
+  EXPECT_EQ(o.iterations, 55);
+  // The witness starts from the program's own weights then: w untouched by training on x = y (its loss is 0).
+  ASSERT_EQ(o.witness.weights.count("w"), 1u);
+  EXPECT_FLOAT_EQ(o.witness.weights.at("w").data<float>()[0], 1.0f);
+  ASSERT_TRUE(o.witness.optimizer.has_value());
+  // Every crafted batch stays in the data's clip range [0, 1] and keeps the data's labels.
+  for (const auto& step : o.witness.training) {
+    const Tensor& x = step.batch.at("x");
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      EXPECT_GE(x.data<float>()[i], 0.0f);
+      EXPECT_LE(x.data<float>()[i], 1.0f);
+    }
+    EXPECT_EQ(step.batch.at("y").data<float>()[2], 1.0f);
+  }
+}
+
+TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
+  Loaded l = load("crafted_training_toy");
+  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
+  ASSERT_TRUE(o.triggered);
+  const fs::path dir = fs::temp_directory_path() / fs::path("grist-finding-class-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto files = write_witness(dir.string(), l.manifest.model, l.manifest, o);
+  ASSERT_TRUE(files.is_ok()) << files.message();
+  auto replay = replay_witness(files->json);
+  ASSERT_TRUE(replay.is_ok()) << replay.message();
+  EXPECT_TRUE(replay->reproduced) << replay->message;
+  EXPECT_EQ(replay->training_steps, 4);
+  fs::remove_all(dir);
+}
+
+// clip → exp → sqrt under flush-to-zero (a log-variance made a standard deviation, as VAEs write it). Below the
+// clip's lower bound exp(−100) flushes to 0 and sqrt′(0) = ∞, but Clip's backward gives the input a 0 there:
+// the gradient the user takes is finite, as PyTorch's is. Inside (−100, −87.3) the ∞ reaches the input.
+namespace {
+
+Graph clip_exp_sqrt() {
+  return GraphBuilder()
+      .input("x", DType::Float32, {-1, 2})
+      .constant("lo", Tensor::from<float>({}, {-100.0f}))
+      .constant("hi", Tensor::from<float>({}, {87.0f}))
+      .node("Clip", {"x", "lo", "hi"}, {"c"})
+      .node("Exp", {"c"}, {"e"})
+      .node("Sqrt", {"e"}, {"s"})
+      .node("ReduceSum", {"s"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+      .output("loss")
+      .build();
+}
+
+Manifest clip_exp_sqrt_manifest(double x0) {
+  Manifest m;
+  m.loss = "loss";
+  m.ftz = true;
+  m.batch_size = 1;
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  x.source = "values";
+  x.values = Tensor::from<double>({1, 2}, {x0, 1.0});
+  m.inputs["x"] = x;
+  m.search.max_iterations = 50;
+  m.search.switch_data = false;
+  m.target = "2";  // hazard #2, the Sqrt (#1 is the Exp)
+  return m;
+}
+
+}  // namespace
+
+TEST(MaskedGradients, ASqrtGradientThatClipMasksIsReportedAsMaskedNotAsATrigger) {
+  Graph g = clip_exp_sqrt();
+  HazardOutcome o = hunt_first(g, clip_exp_sqrt_manifest(-120.0));
+  EXPECT_FALSE(o.triggered) << o.event.describe();
+  EXPECT_EQ(o.iterations, 50);
+  // Every iteration's loss backward met it; the input never moved, since Clip's gradient there is 0.
+  EXPECT_EQ(o.masked_count, 50);
+  EXPECT_EQ(o.masked_iteration, 1);
+  EXPECT_EQ(o.masked.op_type, "Sqrt");
+  EXPECT_TRUE(o.masked.masked);
+}
+
+TEST(MaskedGradients, TheSameSqrtGradientInsideTheClipRangeIsATrigger) {
+  Graph g = clip_exp_sqrt();
+  HazardOutcome o = hunt_first(g, clip_exp_sqrt_manifest(-95.0));
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.iterations, 1);
+  EXPECT_EQ(o.pass, TriggerPass::LossBackward);
+  EXPECT_EQ(o.event.op_type, "Sqrt");
+  EXPECT_EQ(o.finding_class, FindingClass::InputReached);
+  EXPECT_EQ(o.masked_count, 0);
+}
