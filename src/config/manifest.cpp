@@ -60,9 +60,9 @@ struct Reader {
   Result<bool> boolean(const toml::table& t, const std::string& prefix, const std::string& key, bool fallback) const {
     const toml::node* n = t.get(key);
     if (!n) return fallback;
-    auto v = n->value<bool>();
-    if (!v) return error(prefix + key, "must be true or false");
-    return *v;
+    // A TOML boolean only: value<bool>() would also take an integer (1 for true).
+    if (!n->is_boolean()) return error(prefix + key, "must be true or false");
+    return n->as_boolean()->get();
   }
 
   Result<std::pair<double, double>> pair(const toml::table& t, const std::string& prefix, const std::string& key) const {
@@ -75,6 +75,20 @@ struct Reader {
 
   std::string resolve(const std::string& p) const { return fs::path(p).is_absolute() ? p : (dir / p).string(); }
 };
+
+// Messages quote what the file holds (the parser's "saw 'fals\n'", a key or string with a newline in it):
+// control characters escaped, so an error stays one line.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
 
 // A nested array of numbers → a float64 tensor (rows are samples).
 Result<Tensor> tensor_of_array(const toml::array& a, const Reader& r, const std::string& key) {
@@ -261,10 +275,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
 Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   // experiments.conf keys take the same path as the INI file, so their checks are shared.
   IniFile ini;
-  int fake_line = 0;
   for (auto&& [k, v] : t) {
     std::string key(k.str());
-    ++fake_line;
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s")
@@ -274,9 +286,10 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     else if (auto d = v.value<double>()) text = fmt::format("{}", *d);
     else if (auto s = v.value<std::string>()) text = *s;
     else return r.error("search." + key, "must be a number, a boolean or a string");
-    ini["parameter"][key] = IniEntry{text, fake_line};
+    // The key's own line in the manifest, so the shared checks say "m.toml:LINE: key 'change': ...".
+    ini["parameter"][key] = IniEntry{text, static_cast<int>(v.source().begin.line)};
   }
-  auto st = apply_experiments_conf(ini, r.source + " [search]", m.search);
+  auto st = apply_experiments_conf(ini, r.source, m.search);
   if (!st) return st;
   const std::string p = "search.";
   auto variant = r.string(t, p, "variant", "");
@@ -335,7 +348,15 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
 
 }  // namespace
 
+static Result<Manifest> read_manifest_unescaped(const std::string& path, const SearchConfig& base);
+
 Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base) {
+  auto m = read_manifest_unescaped(path, base);
+  if (!m) return make_error("{}", one_line(m.message()));
+  return m;
+}
+
+static Result<Manifest> read_manifest_unescaped(const std::string& path, const SearchConfig& base) {
   GRIST_TRY(check_input_file(path, kMaxTextBytes, "a manifest"));
   toml::table root;
   try {
@@ -371,10 +392,12 @@ Result<Manifest> read_manifest(const std::string& path, const SearchConfig& base
   }
   if (const toml::table* batch = root.get_as<toml::table>("batch")) {
     GRIST_TRY(r.only_keys(*batch, "batch", {"size", "shuffle"}));
-    auto size = r.number(*batch, "batch.", "size", 0);
-    if (!size) return size.error();
-    if (*size < 1 || *size != std::floor(*size)) return r.error("batch.size", "must be a positive integer");
-    m.batch_size = static_cast<int64_t>(*size);
+    if (batch->get("size")) {  // without it, the batch size is decided from the model or the command line
+      auto size = r.number(*batch, "batch.", "size", 0);
+      if (!size) return size.error();
+      if (*size < 1 || *size != std::floor(*size)) return r.error("batch.size", "must be a positive integer");
+      m.batch_size = static_cast<int64_t>(*size);
+    }
     auto shuffle = r.boolean(*batch, "batch.", "shuffle", true);
     if (!shuffle) return shuffle.error();
     m.shuffle = *shuffle;

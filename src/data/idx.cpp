@@ -97,10 +97,30 @@ Result<Tensor> read_idx(const std::string& path) {
       static_cast<uint64_t>(st.st_size) - header < need)
     return short_data(static_cast<uint64_t>(st.st_size) - header);
 
-  Tensor t(dtype, Shape(dims));
-  got = read_fully(in, t.raw(), need);
-  if (!got) return fail_read(got.error());
-  if (*got < need) return short_data(*got);
+  Tensor t;
+  if (gzdirect(f.get())) {
+    t = Tensor(dtype, Shape(dims));
+    got = read_fully(in, t.raw(), need);
+    if (!got) return fail_read(got.error());
+    if (*got < need) return short_data(*got);
+  } else {
+    // Compressed, the header cannot be checked against the file's size (a 36-byte .gz may declare
+    // gigabytes): memory follows the bytes that actually decompress, 16 MiB at a time, before the tensor
+    // is allocated.
+    constexpr uint64_t kChunk = uint64_t{16} << 20;
+    std::vector<unsigned char> data;
+    while (data.size() < need) {
+      const std::size_t have = data.size();
+      const auto want = static_cast<std::size_t>(std::min<uint64_t>(kChunk, need - have));
+      data.resize(have + want);
+      got = read_fully(in, data.data() + have, want);
+      if (!got) return fail_read(got.error());
+      data.resize(have + *got);
+      if (*got < want) return short_data(data.size());
+    }
+    t = Tensor(dtype, Shape(dims));
+    if (need) std::memcpy(t.raw(), data.data(), need);
+  }
   auto end = at_end(in);
   if (!end) return fail_read(end.error());
   GRIST_CHECK(*end, "{}: IDX header declares shape {} of {} ({} bytes of data) but more data follows", path, shape_str,

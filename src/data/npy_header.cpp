@@ -9,6 +9,15 @@
 
 namespace grist {
 
+std::string printable_text(std::string_view text) {
+  std::string s;
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    s += std::isprint(u) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
+  }
+  return s;
+}
+
 namespace {
 
 // A header value: numpy only ever writes strings, booleans and tuples of ints here.
@@ -123,14 +132,9 @@ class HeaderParser {
   std::string_view rest() const { return t_.substr(pos_); }
 
  private:
-  static std::string printable(char c) {
-    auto u = static_cast<unsigned char>(c);
-    return std::isprint(u) ? std::string(1, c) : fmt::format("\\x{:02x}", u);
-  }
+  static std::string printable(char c) { return printable_text(std::string_view(&c, 1)); }
   std::string quoted_excerpt() const {
-    std::string s;
-    for (char c : t_.substr(0, 120)) s += printable(c);
-    return "\"" + s + (t_.size() > 120 ? "...\"" : "\"");
+    return "\"" + printable_text(t_.substr(0, 120)) + (t_.size() > 120 ? "...\"" : "\"");
   }
 
   std::string_view t_;
@@ -170,7 +174,7 @@ Status parse_descr(const std::string& descr, const std::string& source, NpyHeade
   else if (d == "O") why = " (object arrays are not supported)";
   return make_error("{}: .npy element type '{}' is not supported{}; expected one of float32, float64, int8-int64, "
                     "uint8-uint64 or bool",
-                    source, descr, why);
+                    source, printable_text(descr), why);
 }
 
 std::string_view descr_of(DType t) {
@@ -222,7 +226,7 @@ Result<NpyHeader> parse_npy_header(std::string_view text, const std::string& sou
       h.shape = std::move(value->ints);
       have_shape = true;
     } else {
-      return make_error("{}: malformed .npy header: unexpected or repeated key '{}'", source, *key);
+      return make_error("{}: malformed .npy header: unexpected or repeated key '{}'", source, printable_text(*key));
     }
     if (!p.eat(',')) {
       if (!p.eat('}')) return p.fail("expected ',' or '}'");

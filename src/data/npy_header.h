@@ -30,4 +30,7 @@ Result<std::string> format_npy_header(DType dtype, const std::vector<int64_t>& s
 // numpy's shape notation: "()", "(3,)", "(3, 4)"; used in messages so they read like numpy.
 std::string numpy_shape_str(const std::vector<int64_t>& shape);
 
+// Text from a file made safe to quote in a one-line message: bytes outside printable ASCII become \xHH.
+std::string printable_text(std::string_view text);
+
 }  // namespace grist

@@ -8,6 +8,7 @@
 #include "data/byte_stream.h"
 #include "data/file_write.h"
 #include "data/npy.h"
+#include "data/npy_header.h"
 #include "util/input_file.h"
 
 namespace grist {
@@ -99,11 +100,11 @@ Result<NamedTensors> read_npz(const std::string& path) {
       return make_error("{}: cannot read entry {} of the archive: {}", path, i, zip_strerror(za.get()));
     const std::string entry = st.name;
     if (ends_with(entry, "/")) continue;  // directory entries carry no data
-    const std::string source = path + ": entry '" + entry + "'";
+    const std::string source = path + ": entry '" + printable_text(entry) + "'";
     if (!ends_with(entry, ".npy") || entry.size() == 4)
       return make_error("{}: not a .npy array (a .npz holds only NAME.npy entries)", source);
     std::string name = entry.substr(0, entry.size() - 4);
-    if (!seen.insert(name).second) return make_error("{}: a second array named '{}'", source, name);
+    if (!seen.insert(name).second) return make_error("{}: a second array named '{}'", source, printable_text(name));
 
     std::unique_ptr<zip_file_t, ZipFileClose> zf(zip_fopen_index(za.get(), index, 0));
     if (!zf) return make_error("{}: cannot open: {}", source, zip_strerror(za.get()));

@@ -52,6 +52,12 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
     GRIST_CHECK(static_cast<int64_t>(p.raw_data().size()) == *bytes, "{}: raw data has {} bytes, its shape {} needs {}",
                 what, p.raw_data().size(), t.shape().str(), *bytes);
     if (*bytes) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(*bytes));  // ONNX raw data is little-endian
+    // A bool is one byte, and any byte but 0 is true: stored as 1, since a bool holding another value is
+    // undefined behaviour wherever it is read.
+    if (dtype == DType::Bool) {
+      auto* b = reinterpret_cast<unsigned char*>(t.raw());
+      for (int64_t i = 0; i < t.numel(); ++i) b[i] = b[i] != 0;
+    }
     return t;
   }
   Status st;

@@ -185,6 +185,25 @@ TEST(CliJson, HuntReportWitnessAndReplayAgree) {
   EXPECT_EQ(rj.at("reproduced"), true);
   EXPECT_EQ(rj.at("expected_node"), "/Log");
   EXPECT_EQ(rj.at("message").get<std::string>().rfind("reproduced: Log", 0), 0u) << rj.at("message");
+
+  // The same witness with the trained weights put back to zero: sigmoid(0) = 0.5, every value finite, so
+  // the replay says so and exits 0.
+  NamedTensors untrained;
+  for (const auto& [k, t] : *npz) {
+    Tensor copy = t;
+    if (k.rfind("weight:", 0) == 0)
+      for (int64_t i = 0; i < copy.numel(); ++i) copy.data<float>()[i] = 0;
+    untrained.emplace_back(k, copy);
+  }
+  ASSERT_TRUE(write_npz(out + "/untrained.npz", untrained));
+  json altered = w;
+  altered["npz"] = "untrained.npz";
+  std::ofstream(out + "/untrained.json") << altered.dump(2);
+  const Outcome finite = grist(dir, "replay " + out + "/untrained.json --json");
+  ASSERT_EQ(finite.status, 0) << finite.err;  // 0: not reproduced
+  const json fj = parse(finite.out);
+  EXPECT_EQ(fj.at("reproduced"), false);
+  EXPECT_EQ(fj.at("message"), "not reproduced: every value is finite now; the witness recorded '/Log'");
 }
 
 // The scan's JSON and its SARIF agree: one SARIF result per may-fail hazard, each pointing at its rule

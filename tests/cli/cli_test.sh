@@ -53,6 +53,7 @@ expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRI
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
+expect "hunt of a model with unsupported ops is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" hunt "$M/unsupported_ops.onnx" -q
 expect "hunt the bug-26 toy" 1 "TRIGGERED \(input-reached\) at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
@@ -91,6 +92,54 @@ TOML
 expect "a loss that is not a scalar" 2 "must be a float scalar" -- "$GRIST" hunt "$TMP/vector_loss.toml" -q
 printf '[parameter]\nchange=abc\n' >"$TMP/experiments.conf"
 expect "experiments.conf with a bad value names file, line and key" 2 "experiments.conf:2: key 'change'" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf "$TMP/experiments.conf" -q
+
+# Exit 2 with one line for every kind of bad command line or file, per subcommand.
+F=$SRC/tests/data/fixtures
+expect "run: no model" 2 "model is required" -- "$GRIST" run
+expect "run: --range LO >= HI" 2 "--range expects LO,HI with LO < HI" -- "$GRIST" run "$M/mlp.onnx" --range=1,0
+expect "run: --int-range LO >= HI" 2 "--int-range expects LO,HI with LO < HI" -- "$GRIST" run "$M/mlp.onnx" --int-range=5,5
+expect "run: --dim without a size" 2 "--dim batch=x: the size must be a non-negative integer" -- "$GRIST" run "$M/mlp.onnx" --dim batch=x
+expect "run: --dim without a name" 2 "--dim expects NAME=SIZE, got '=3'" -- "$GRIST" run "$M/mlp.onnx" --dim =3
+expect "run: --dim negative" 2 "--dim batch=-2: the size must be a non-negative integer" -- "$GRIST" run "$M/mlp.onnx" --dim batch=-2
+expect "run: --backward from a value the model lacks" 2 "--backward: the model has no value named 'nope'" -- "$GRIST" run "$M/mlp.onnx" --backward nope
+expect "run: a file of named tensors the model lacks" 2 "savez.npz: holds '.*', but the model has no input of that name" -- "$GRIST" run "$M/mlp.onnx" --input "$F/savez.npz"
+expect "run: NAME= a file of several tensors, none so named" 2 "savez.npz: holds 3 tensors and none is named 'x'" -- "$GRIST" run "$M/mlp.onnx" --input "x=$F/savez.npz"
+expect "run: a missing data file" 2 "nonexistent.npy: cannot open file" -- "$GRIST" run "$M/mlp.onnx" --input "x=$TMP/nonexistent.npy"
+expect "run: an unknown data file type" 2 "inputs.csv: unknown tensor file type" -- "$GRIST" run "$M/mlp.onnx" --input "x=$TMP/inputs.csv"
+expect "run: an unknown --dropout" 2 "--dropout: maybe not in" -- "$GRIST" run "$M/mlp.onnx" --dropout maybe
+expect "scan: neither model nor manifest" 2 "scan needs MODEL.onnx or --manifest" -- "$GRIST" scan
+expect "scan: a missing manifest" 2 "nonexistent.toml: cannot open file" -- "$GRIST" scan --manifest "$TMP/nonexistent.toml"
+expect "scan: a missing model" 2 "nonexistent.onnx: cannot open" -- "$GRIST" scan "$TMP/nonexistent.onnx"
+expect "scan: --assume with words for numbers" 2 "--assume x=a,b: LO and HI must be numbers" -- "$GRIST" scan "$M/mlp.onnx" --assume x=a,b
+expect "scan: the manifest's model" 1 "grist scan .*logreg_toy.onnx: 2 hazards" -- "$GRIST" scan --manifest "$M/logreg_toy.toml"
+expect "scan: a model with ops grist lacks is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" scan "$M/unsupported_ops.onnx"
+expect "hunt: a missing model" 2 "nonexistent.onnx: cannot open file" -- "$GRIST" hunt "$TMP/nonexistent.onnx"
+expect "hunt: --time-limit 0" 2 "--time-limit 0: expected a positive time" -- "$GRIST" hunt "$M/logreg_toy.toml" --time-limit 0
+expect "hunt: --target names no hazard" 2 "--target '/Nope' names no hazard of the model \(hazards: #1 Log '/Log'" -- "$GRIST" hunt "$M/logreg_toy.toml" --target /Nope -q
+expect "hunt: a missing experiments.conf" 2 "nonexistent.conf: cannot open file" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf "$TMP/nonexistent.conf"
+expect "hunt: a missing --manifest" 2 "nonexistent.toml: cannot open file" -- "$GRIST" hunt "$M/mlp.onnx" --manifest "$TMP/nonexistent.toml"
+expect "hunt: --weights-after beyond 1" 2 "--weights-after" -- "$GRIST" hunt "$M/logreg_toy.toml" --weights-after 2
+expect "replay: no witness" 2 "witness is required" -- "$GRIST" replay
+echo '{"a": 1}' >"$TMP/other.json"
+expect "replay: JSON that is not a witness" 2 "other.json: not a grist witness" -- "$GRIST" replay "$TMP/other.json"
+echo 'garbage' >"$TMP/garbage.json"
+expect "replay: not JSON" 2 "garbage.json: not a grist witness \(invalid JSON" -- "$GRIST" replay "$TMP/garbage.json"
+# Replay against the model it was found on, then against a changed model, then with the model gone.
+mkdir -p "$TMP/moved"
+cp "$M/logreg_toy.onnx" "$TMP/moved/toy.onnx"
+sed "s|^model = .*|model = \"$TMP/moved/toy.onnx\"|" "$M/logreg_toy.toml" >"$TMP/moved/toy.toml"
+expect "hunt a copy of the toy" 1 "witness-toy-h1.npz" -- "$GRIST" hunt "$TMP/moved/toy.toml" -q --out "$TMP/moved/w"
+expect "replay on the same model" 1 "^reproduced: Log '/Log'" -- "$GRIST" replay "$TMP/moved/w/witness-toy-h1.json"
+sed 's/"pass": "monitored forward"/"pass": "sideways"/' "$TMP/moved/w/witness-toy-h1.json" >"$TMP/moved/w/bad-pass.json"
+expect "replay: an unknown pass" 2 "bad-pass.json: unknown pass 'sideways'" -- "$GRIST" replay "$TMP/moved/w/bad-pass.json"
+grep -v '"rng_state"' "$TMP/moved/w/witness-toy-h1.json" >"$TMP/moved/w/no-rng.json"
+expect "replay: a field missing" 2 "no-rng.json: a field is missing or of the wrong type: .*rng_state" -- "$GRIST" replay "$TMP/moved/w/no-rng.json"
+sed 's/"npz": "witness-toy-h1.npz"/"npz": "gone.npz"/' "$TMP/moved/w/witness-toy-h1.json" >"$TMP/moved/w/no-npz.json"
+expect "replay: its arrays gone" 2 "gone.npz: cannot open" -- "$GRIST" replay "$TMP/moved/w/no-npz.json"
+printf 'x' >>"$TMP/moved/toy.onnx"
+expect "replay on a changed model is refused" 2 "toy.onnx has changed since the witness was saved \(SHA-256 differs\)" -- "$GRIST" replay "$TMP/moved/w/witness-toy-h1.json"
+rm "$TMP/moved/toy.onnx"
+expect "replay with the model gone" 2 "the model it was found on is gone: .*toy.onnx: cannot open file" -- "$GRIST" replay "$TMP/moved/w/witness-toy-h1.json"
 
 # grist bench on a zoo of one subject (the logistic-regression toy), by iteration budget.
 mkdir -p "$TMP/zoo/toy"
@@ -131,5 +180,7 @@ expect "fix a hazard the model lacks" 2 "--hazard '/Nope' names no hazard" -- "$
 expect "fix a model without hazards: nothing written" 0 "no repair was applied" -- "$GRIST" fix "$M/mlp.onnx" --out "$TMP/fix" $F
 expect "fix the witness's hazard" 0 "witness: .*passed" -- "$GRIST" fix "$M/logreg_toy.toml" --witness "$TMP/w/witness-logreg_toy-h1.json" --out "$TMP/fix" $F --no-preconditions
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+# Every case above ran: as many results as `expect` lines in this file.
+cases=$(grep -c '^expect ' "$0")
+echo "$passed passed, $failed failed, of $cases cases"
+[ "$failed" -eq 0 ] && [ $((passed + failed)) -eq "$cases" ]

@@ -206,11 +206,16 @@ TEST(Npy, RejectsMalformedHeadersWithClearErrors) {
       {make_npy(ok_dict, std::string(40, '\0')),
        "x.npy: header declares shape (3, 4) of float32 but the file holds 40 bytes of data, 48 needed"},
       {make_npy(ok_dict, std::string(52, '\0')), "(48 bytes of data) but more data follows"},
+      // Text quoted from the header keeps the message on one line (found by the .npz fuzzer).
+      {make_npy("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), 'py\n\x8ai': 'x'}"),
+       "unexpected or repeated key 'py\\x0a\\x8ai'"},
+      {make_npy("{'descr': '<f\n4', 'fortran_order': False, 'shape': (3,)}"), "element type '<f\\x0a4' is not"},
   };
   for (const Case& c : cases) {
     const std::string err = error_of(c.bytes);
     EXPECT_NE(err.find(c.expected), std::string::npos) << "got: " << err << "\nexpected to contain: " << c.expected;
     EXPECT_EQ(err.rfind("x.npy: ", 0), 0u) << err;
+    EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << err;
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include "engine/executor.h"
 #include "onnx/import.h"
+#include "onnx/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -134,6 +135,63 @@ TEST(Import, ZeroStridesOrDilationsAreRefusedBeforeShapeInference) {
   }
   auto valid = import_onnx_bytes(one_node_model("Conv", "strides", {1, 1}, true), "good.onnx");
   EXPECT_TRUE(valid.is_ok()) << valid.message();
+}
+
+// ONNX stores a bool in a byte; a byte other than 0 or 1 must come out as true, not as a bool holding 35
+// (undefined behaviour wherever it is read; found by the import fuzzer through a Dropout's training flag).
+TEST(Import, BoolRawDataOtherThanZeroOrOneReadsAsTrue) {
+  onnx::TensorProto p;
+  p.set_name("mask");
+  p.set_data_type(onnx::TensorProto::BOOL);
+  p.add_dims(4);
+  p.set_raw_data(std::string("\x00\x23\x01\xff", 4));
+  auto t = tensor_from_proto(p);
+  ASSERT_TRUE(t.is_ok()) << t.message();
+  ASSERT_EQ(t->dtype(), DType::Bool);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(t->raw());
+  EXPECT_EQ(std::vector<int>(bytes, bytes + 4), (std::vector<int>{0, 1, 1, 1}));
+}
+
+// "ai.onnx" is the default domain spelt out: a node so marked is a standard op at the default domain's opset.
+// Softmax(axis=0) shows the opset: from 13 it normalises each column, before 13 the whole flattened tensor.
+TEST(Import, TheDefaultDomainSpeltOutIsTheStandardOpsAtTheirOpset) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* opset = m.add_opset_import();
+  opset->set_domain("ai.onnx");
+  opset->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  for (auto* v : {g->add_input(), g->add_output()}) {
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    t->mutable_shape()->add_dim()->set_dim_value(2);
+    t->mutable_shape()->add_dim()->set_dim_value(3);
+  }
+  g->mutable_input(0)->set_name("x");
+  g->mutable_output(0)->set_name("y");
+  auto* n = g->add_node();
+  n->set_op_type("Softmax");
+  n->set_domain("ai.onnx");
+  n->add_input("x");
+  n->add_output("y");
+  auto* axis = n->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+  // Debian's ONNX checker refuses the spelt-out domain on nodes, so this path is reached with it off.
+  ImportOptions unchecked;
+  unchecked.run_checker = false;
+  auto graph = import_onnx_bytes(m.SerializeAsString(), "domain.onnx", unchecked);
+  ASSERT_TRUE(graph.is_ok()) << graph.message();
+  ASSERT_EQ(graph->nodes.size(), 1u);
+  EXPECT_EQ(graph->nodes[0].domain, "");
+  EXPECT_EQ(graph->nodes[0].opset, 13);
+  auto ex = Executor::create(*graph);
+  ASSERT_TRUE(ex.is_ok()) << ex.message();
+  ASSERT_TRUE(ex->set_input("x", Tensor::from<float>(Shape{2, 3}, {0, 0, 0, 0, 0, 0})).is_ok());
+  ASSERT_TRUE(ex->forward().is_ok());
+  EXPECT_EQ(ex->value(graph->outputs[0]).data<float>()[0], 0.5f);  // a column of two: 1/2, not 1/6
 }
 
 TEST(Import, MissingFileSaysSo) {

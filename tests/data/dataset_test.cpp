@@ -1,0 +1,380 @@
+// Batches for the hunt (data/dataset.h): rows served in order or in a seeded shuffle that visits every row
+// once an epoch, data and labels kept together, one-hot and scale applied, types converted to the model's,
+// fixed and random inputs, redraws, and every source that does not fit its model input refused.
+#include "data/dataset.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "config/manifest.h"
+#include "data/npy.h"
+#include "data/npz.h"
+#include "data/test_files.h"
+#include "support/graph_builder.h"
+
+namespace grist {
+namespace {
+
+using testing::GraphBuilder;
+using testing::ScratchDir;
+
+// A model with a data input x [batch, 2] and a label input y [batch] (int64): enough for the batches.
+Graph xy_model() {
+  return GraphBuilder()
+      .input("x", DType::Float32, {-1, 2})
+      .input("y", DType::Int64, {-1})
+      .node("Identity", {"x"}, {"out"})
+      .output("out")
+      .build();
+}
+
+// Five rows: x row i = [10 i, 10 i + 1], y row i = i, so a batch shows which rows it holds and whether
+// data and labels still pair up.
+Manifest five_rows(bool shuffle) {
+  Manifest m;
+  m.path = "test.toml";
+  m.shuffle = shuffle;
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  x.source = "values";
+  x.values = Tensor::from<double>(Shape{5, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41});
+  InputSpec y;
+  y.name = "y";
+  y.role = InputRole::Label;
+  y.source = "values";
+  y.values = Tensor::from<double>(Shape{5}, {0, 1, 2, 3, 4});
+  m.inputs["x"] = x;
+  m.inputs["y"] = y;
+  return m;
+}
+
+// The rows a batch holds (from its labels), checking each data row is its label's.
+std::vector<int64_t> rows_of(const Batch& b) {
+  const Tensor& x = b.at("x");
+  const Tensor& y = b.at("y");
+  EXPECT_EQ(x.dtype(), DType::Float32);  // the model input's type, not the source's float64
+  EXPECT_EQ(y.dtype(), DType::Int64);
+  std::vector<int64_t> rows;
+  for (int64_t r = 0; r < y.numel(); ++r) {
+    const int64_t label = y.get_as_int(r);
+    EXPECT_EQ(x.get_as_double(2 * r), 10.0 * static_cast<double>(label)) << "data and label apart at row " << r;
+    EXPECT_EQ(x.get_as_double(2 * r + 1), 10.0 * static_cast<double>(label) + 1);
+    rows.push_back(label);
+  }
+  return rows;
+}
+
+TEST(Dataset, InOrderBatchesWrapAroundTheEpoch) {
+  Graph g = xy_model();
+  auto d = Dataset::create(five_rows(false), g, 2, 1);
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_EQ(d->batch_size(), 2);
+  EXPECT_EQ(d->pool_size(), 5);
+  EXPECT_EQ(d->input_names(), (std::vector<std::string>{"x", "y"}));
+  Batch b;
+  const std::vector<std::vector<int64_t>> expected = {{0, 1}, {2, 3}, {4, 0}, {1, 2}, {3, 4}, {0, 1}};
+  for (const auto& want : expected) {
+    ASSERT_TRUE(d->next_batch(b));
+    EXPECT_EQ(b.at("x").shape(), (Shape{2, 2}));
+    EXPECT_EQ(b.at("y").shape(), (Shape{2}));
+    EXPECT_EQ(rows_of(b), want);
+  }
+}
+
+TEST(Dataset, ShuffledEpochsVisitEveryRowOnceInASeededOrder) {
+  Graph g = xy_model();
+  auto order_of = [&](uint64_t seed, int epochs) {
+    auto d = Dataset::create(five_rows(true), g, 1, seed);
+    EXPECT_TRUE(d) << d.message();
+    std::vector<int64_t> order;
+    Batch b;
+    for (int i = 0; i < 5 * epochs; ++i) {
+      EXPECT_TRUE(d->next_batch(b));
+      order.push_back(rows_of(b)[0]);
+    }
+    return order;
+  };
+  const std::vector<int64_t> a = order_of(7, 4);
+  EXPECT_EQ(order_of(7, 4), a);  // the same seed, the same order
+  std::set<std::vector<int64_t>> epochs;
+  for (int e = 0; e < 4; ++e) {
+    std::vector<int64_t> epoch(a.begin() + 5 * e, a.begin() + 5 * (e + 1));
+    epochs.insert(epoch);
+    std::sort(epoch.begin(), epoch.end());
+    EXPECT_EQ(epoch, (std::vector<int64_t>{0, 1, 2, 3, 4})) << "epoch " << e << " is not a permutation";
+  }
+  EXPECT_GT(epochs.size(), 1u) << "every epoch in the same order: the pool is not reshuffled";
+  EXPECT_NE(order_of(8, 4), a) << "another seed, the same order";
+  std::vector<int64_t> identity(5);
+  std::iota(identity.begin(), identity.end(), 0);
+  EXPECT_NE(std::vector<int64_t>(a.begin(), a.begin() + 5), identity);
+}
+
+TEST(Dataset, OneHotThenScaleThenTheModelsType) {
+  Graph g = GraphBuilder().input("y", DType::Float32, {-1, 3}).node("Identity", {"y"}, {"o"}).output("o").build();
+  Manifest m;
+  m.shuffle = false;
+  InputSpec y;
+  y.name = "y";
+  y.role = InputRole::Label;
+  y.source = "values";
+  y.values = Tensor::from<double>(Shape{2}, {0, 2});
+  y.one_hot = 3;
+  y.scale = 0.5;
+  m.inputs["y"] = y;
+  auto d = Dataset::create(m, g, 2, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  const Tensor& t = b.at("y");
+  EXPECT_EQ(t.dtype(), DType::Float32);
+  EXPECT_EQ(t.shape(), (Shape{2, 3}));
+  const std::vector<double> want = {0.5, 0, 0, 0, 0, 0.5};
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(t.get_as_double(i), want[static_cast<size_t>(i)]) << i;
+
+  m.inputs["y"].values = Tensor::from<double>(Shape{2}, {0, 3});
+  auto bad = Dataset::create(m, g, 2, 0);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.message(), "input 'y': label 3 at row 1 is outside [0, 3)");
+}
+
+TEST(Dataset, AManifestDtypeOverridesTheModelInputs) {
+  Graph g = xy_model();
+  Manifest m = five_rows(false);
+  m.inputs["x"].dtype = DType::Float64;
+  auto d = Dataset::create(m, g, 2, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(b.at("x").dtype(), DType::Float64);
+}
+
+// A fixed input with rows always takes the first batch of them; one without a batch dimension its values.
+TEST(Dataset, FixedInputsNeverChange) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {-1, 2})
+                .input("y", DType::Int64, {-1})
+                .input("bias", DType::Float32, {2})
+                .input("noise", DType::Float32, {-1, 2})
+                .node("Identity", {"x"}, {"o"})
+                .output("o")
+                .build();
+  Manifest m = five_rows(true);
+  m.inputs["y"].role = InputRole::Fixed;
+  InputSpec bias;
+  bias.name = "bias";
+  bias.source = "values";
+  bias.values = Tensor::from<double>(Shape{2}, {7, 8});
+  m.inputs["bias"] = bias;
+  auto d = Dataset::create(m, g, 2, 3);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  const Tensor noise = b.at("noise");  // not in the manifest: fixed uniform [0, 1), drawn once
+  for (int64_t i = 0; i < noise.numel(); ++i) {
+    EXPECT_GE(noise.get_as_double(i), 0.0);
+    EXPECT_LT(noise.get_as_double(i), 1.0);
+  }
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_TRUE(d->next_batch(b));
+    EXPECT_EQ(b.at("y").to_int_vector(), (std::vector<int64_t>{0, 1}));  // the first rows, every batch
+    EXPECT_EQ(b.at("bias").shape(), (Shape{2}));
+    EXPECT_EQ(b.at("bias").get_as_double(1), 8.0);
+    for (int64_t i = 0; i < noise.numel(); ++i) EXPECT_EQ(b.at("noise").get_as_double(i), noise.get_as_double(i));
+  }
+  m.inputs["bias"].values = Tensor::from<double>(Shape{3}, {1, 2, 3});
+  auto bad = Dataset::create(m, g, 2, 3);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.message(), "input 'bias': its values have 3 elements, the model wants shape [2]");
+  m = five_rows(false);
+  m.inputs["y"].role = InputRole::Fixed;
+  auto few = Dataset::create(m, g, 8, 3);
+  ASSERT_FALSE(few);
+  EXPECT_NE(few.message().find("input 'y': its source has 5 rows, fewer than the batch size 8"), std::string::npos)
+      << few.message();
+}
+
+TEST(Dataset, RandomSourcesDrawInTheirRangeFromTheSeed) {
+  Graph g = GraphBuilder().input("u", DType::Float32, {-1, 50}).input("n", DType::Float64, {-1, 2000})
+                .node("Identity", {"u"}, {"o"}).output("o").build();
+  Manifest m;
+  InputSpec u;
+  u.name = "u";
+  u.role = InputRole::Data;
+  u.source = "uniform";
+  u.uniform_lo = -3;
+  u.uniform_hi = -1;
+  InputSpec n;
+  n.name = "n";
+  n.role = InputRole::Data;
+  n.source = "normal";
+  n.normal_mean = 5;
+  n.normal_std = 2;
+  m.inputs["u"] = u;
+  m.inputs["n"] = n;
+  auto draw = [&](uint64_t seed) {
+    auto d = Dataset::create(m, g, 2, seed);
+    EXPECT_TRUE(d) << d.message();
+    Batch b;
+    EXPECT_TRUE(d->next_batch(b));
+    EXPECT_EQ(d->pool_size(), 0);  // nothing pooled: every batch is drawn
+    return b;
+  };
+  const Batch a = draw(11), again = draw(11), other = draw(12);
+  const Tensor& x = a.at("u");
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    EXPECT_GE(x.get_as_double(i), -3.0);
+    EXPECT_LT(x.get_as_double(i), -1.0);
+    EXPECT_EQ(x.get_as_double(i), again.at("u").get_as_double(i));
+  }
+  EXPECT_NE(x.get_as_double(0), other.at("u").get_as_double(0));
+  const Tensor& z = a.at("n");
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < z.numel(); ++i) sum += z.get_as_double(i), sq += z.get_as_double(i) * z.get_as_double(i);
+  const double mean = sum / static_cast<double>(z.numel());
+  const double sd = std::sqrt(sq / static_cast<double>(z.numel()) - mean * mean);
+  EXPECT_NEAR(mean, 5.0, 0.15);  // 4,000 draws: the standard error is 0.03
+  EXPECT_NEAR(sd, 2.0, 0.15);
+}
+
+// `redraw` inputs get a fresh batch of their rows each iteration; the others keep theirs.
+TEST(Dataset, RedrawReplacesOnlyTheInputsMarkedSo) {
+  Graph g = xy_model();
+  Manifest m = five_rows(false);
+  m.inputs["y"].redraw = true;
+  m.inputs["x"].redraw = false;
+  auto d = Dataset::create(m, g, 2, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  const Tensor x_before = b.at("x");
+  ASSERT_TRUE(d->redraw(b));
+  EXPECT_EQ(b.at("y").to_int_vector(), (std::vector<int64_t>{2, 3}));  // the next rows' labels
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(b.at("x").get_as_double(i), x_before.get_as_double(i));
+}
+
+TEST(Dataset, NpzAndNpySources) {
+  ScratchDir dir;
+  Graph g = xy_model();
+  ASSERT_TRUE(write_npz(dir.path("d.npz"), {{"images", Tensor::from<float>(Shape{3, 2}, {0, 1, 10, 11, 20, 21})},
+                                             {"other", Tensor::from<float>(Shape{1}, {9})}}));
+  ASSERT_TRUE(write_npy(dir.path("labels.npy"), Tensor::from<int64_t>(Shape{3}, {0, 1, 2})));
+  Manifest m;
+  m.shuffle = false;
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  x.source = "npz";
+  x.file = dir.path("d.npz");
+  x.key = "images";
+  InputSpec y;
+  y.name = "y";
+  y.role = InputRole::Label;
+  y.source = "npy";
+  y.file = dir.path("labels.npy");
+  m.inputs["x"] = x;
+  m.inputs["y"] = y;
+  auto d = Dataset::create(m, g, 3, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(rows_of(b), (std::vector<int64_t>{0, 1, 2}));
+  m.inputs["x"].key = "missing";
+  auto no_key = Dataset::create(m, g, 3, 0);
+  ASSERT_FALSE(no_key);
+  EXPECT_EQ(no_key.message(), "input 'x': " + dir.path("d.npz") + " has no array named 'missing'");
+  m.inputs["x"].file = dir.path("gone.npz");
+  auto gone = Dataset::create(m, g, 3, 0);
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.message().rfind("input 'x': " + dir.path("gone.npz") + ": ", 0), 0u) << gone.message();
+}
+
+TEST(Dataset, FashionMnistRowsAreScaledImagesWithOneHotLabels) {
+  Graph g = GraphBuilder().input("x", DType::Float32, {-1, 784}).input("y", DType::Float32, {-1, 10})
+                .node("Identity", {"x"}, {"o"}).output("o").build();
+  Manifest m;
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  x.source = "fashion-mnist";
+  x.file = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  x.scale = 1.0 / 255;
+  InputSpec y;
+  y.name = "y";
+  y.role = InputRole::Label;
+  y.source = "fashion-mnist";
+  y.file = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+  y.one_hot = 10;
+  m.inputs["x"] = x;
+  m.inputs["y"] = y;
+  auto d = Dataset::create(m, g, 16, 5);
+  ASSERT_TRUE(d) << d.message() << " (install Debian's dataset-fashion-mnist)";
+  EXPECT_EQ(d->pool_size(), 10000);
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(b.at("x").shape(), (Shape{16, 784}));
+  double hi = 0;
+  for (int64_t i = 0; i < b.at("x").numel(); ++i) {
+    const double v = b.at("x").get_as_double(i);
+    EXPECT_GE(v, 0.0);
+    EXPECT_LE(v, 1.0);
+    hi = std::max(hi, v);
+  }
+  EXPECT_GT(hi, 0.9);  // some pixel near white: the scale is 1/255, not 1/255²
+  for (int64_t r = 0; r < 16; ++r) {
+    double ones = 0;
+    for (int64_t c = 0; c < 10; ++c) ones += b.at("y").get_as_double(r * 10 + c);
+    EXPECT_EQ(ones, 1.0) << "row " << r << " is not one-hot";
+  }
+}
+
+// Sources that do not fit the model: one line each, naming the input.
+TEST(Dataset, SourcesThatDoNotFitTheModelAreRefused) {
+  Graph g = xy_model();
+  struct Case {
+    std::function<void(Manifest&)> change;
+    int64_t batch;
+    std::string expected;
+  };
+  const Case cases[] = {
+      {[](Manifest& m) { m.inputs["z"] = m.inputs["x"]; }, 2,
+       "test.toml: [inputs.z] names no input of the model (its inputs: x, y)"},
+      {[](Manifest& m) { m.inputs["y"].values = Tensor::from<double>(Shape{4}, {0, 1, 2, 3}); }, 2,
+       "input 'y': its source has 4 rows but another data/label input has 5; rows are samples and must pair up"},
+      {[](Manifest& m) { m.inputs["x"].values = Tensor(DType::Float64, Shape{5, 3}); }, 2,
+       "input 'x': a row of its source has 3 values, but one sample of the model input [2] needs 2"},
+      {[](Manifest& m) { m.inputs["x"].values = Tensor(DType::Float64, Shape{0, 2}); }, 2,
+       "input 'x': its source holds no rows"},
+      {[](Manifest& m) { m.inputs["y"].one_hot = 4; m.inputs["y"].values = Tensor(DType::Float64, Shape{5, 1}); }, 2,
+       "input 'y': one_hot needs a 1-D array of integer labels"},
+  };
+  for (const Case& c : cases) {
+    Manifest m = five_rows(false);
+    c.change(m);
+    auto d = Dataset::create(m, g, c.batch, 0);
+    ASSERT_FALSE(d) << c.expected;
+    EXPECT_EQ(d.message(), c.expected);
+  }
+  // A fixed batch dimension must be the batch size; a symbolic dimension besides the batch needs data.
+  Graph fixed = GraphBuilder().input("x", DType::Float32, {4, 2}).node("Identity", {"x"}, {"o"}).output("o").build();
+  Manifest m;
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  m.inputs["x"] = x;
+  auto d = Dataset::create(m, fixed, 2, 0);
+  ASSERT_FALSE(d);
+  EXPECT_EQ(d.message(), "input 'x' has a fixed batch dimension of 4, but the batch size is 2");
+  Graph open = GraphBuilder().input("x", DType::Float32, {-1, -1}).node("Identity", {"x"}, {"o"}).output("o").build();
+  auto open_d = Dataset::create(m, open, 2, 0);
+  ASSERT_FALSE(open_d);
+  EXPECT_EQ(open_d.message(), "input 'x': its shape [batch, batch] has symbolic dimensions besides the batch; "
+                              "give its data in the manifest");
+}
+
+}  // namespace
+}  // namespace grist
