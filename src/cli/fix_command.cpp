@@ -9,9 +9,11 @@
 #include "cli/assume.h"
 #include "cli/commands.h"
 #include "config/manifest.h"
+#include "data/file_write.h"
 #include "fix/fixer.h"
 #include "onnx/export.h"
 #include "onnx/import.h"
+#include "ops/registry.h"
 #include "report/fix_report.h"
 
 namespace grist::cli {
@@ -47,24 +49,14 @@ Result<std::string> write_fixed(const std::string& dir, const std::string& model
   for (int n = 1; n < 10000; ++n) {
     const fs::path p = fs::path(dir) / (stem + (n == 1 ? ".fixed" : fmt::format(".fixed-{}", n)) + ".onnx");
     if (fs::exists(p)) continue;
-    std::FILE* f = std::fopen(p.c_str(), "wbx");
-    if (!f) continue;  // taken meanwhile
-    const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    if (std::fclose(f) != 0 || !ok) {
-      fs::remove(p, ec);
-      return make_error("{}: write failed", p.string());
+    // Written whole under a temporary name and linked into place only if the name is still free.
+    if (auto st = write_new_file(p.string(), bytes); !st) {
+      if (fs::exists(p)) continue;  // taken meanwhile
+      return st.error();
     }
     return p.string();
   }
   return make_error("{}: no free name for the repaired model", dir);
-}
-
-Status write_new_text(const std::string& path, const std::string& text) {
-  std::FILE* f = std::fopen(path.c_str(), "wx");
-  GRIST_CHECK(f != nullptr, "{}: cannot create (it exists already, or the folder is not writable)", path);
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  GRIST_CHECK(std::fclose(f) == 0 && ok, "{}: write failed", path);
-  return Status::ok();
 }
 
 int fix_main(const FixFlags& f) {
@@ -82,8 +74,12 @@ int fix_main(const FixFlags& f) {
     o.manifest.model = f.target;
   }
   const std::string model = o.manifest.model;
+  // Refused before any work: a SARIF file that exists (nothing of the user's is replaced), ops grist cannot run.
+  if (!f.sarif.empty() && fs::exists(f.sarif))
+    return fail(fmt::format("{}: exists already; not overwriting it", f.sarif));
   auto graph = import_onnx_file(model);
   if (!graph) return fail(graph.message());
+  if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", model, st.message()));
   default_inputs(*graph, o.manifest);
   o.batch = f.batch > 0 ? f.batch : (o.manifest.batch_size > 0 ? o.manifest.batch_size : 1);
   if (f.seed >= 0) o.manifest.search.seed = static_cast<uint64_t>(f.seed);
@@ -120,7 +116,7 @@ int fix_main(const FixFlags& f) {
     ctx.fixed_path = *written;
   }
   if (!f.sarif.empty())
-    if (auto st = write_new_text(f.sarif, to_sarif(*result, ctx).dump(2) + "\n"); !st) return fail(st.message());
+    if (auto st = write_new_file(f.sarif, to_sarif(*result, ctx).dump(2) + "\n"); !st) return fail(st.message());
   const std::string text = f.json ? to_json(*result, ctx).dump(2) + "\n" : to_text(*result, ctx);
   std::fputs(text.c_str(), stdout);
   for (const auto& h : result->hazards)

@@ -175,7 +175,7 @@ expect "the repaired model hunts clean" 0 "0 of .* triggered|nothing to hunt" --
 expect "fix as JSON" 0 '"fixed": true' -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --json --no-preconditions
 expect "fix with SARIF fixes" 0 "" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions --sarif "$TMP/fix.sarif"
 expect "the SARIF holds a fix per repaired result" 0 '"artifactChanges"' -- cat "$TMP/fix.sarif"
-expect "SARIF is never written over a file" 2 "fix.sarif: cannot create" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions --sarif "$TMP/fix.sarif"
+expect "SARIF is never written over a file" 2 "fix.sarif: exists already; not overwriting it" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fix" $F --no-preconditions --sarif "$TMP/fix.sarif"
 expect "fix a hazard the model lacks" 2 "--hazard '/Nope' names no hazard" -- "$GRIST" fix "$M/logreg_toy.toml" --hazard /Nope --out "$TMP/fix"
 expect "fix a model without hazards: nothing written" 0 "no repair was applied" -- "$GRIST" fix "$M/mlp.onnx" --out "$TMP/fix" $F
 expect "fix the witness's hazard" 0 "witness: .*passed" -- "$GRIST" fix "$M/logreg_toy.toml" --witness "$TMP/w/witness-logreg_toy-h1.json" --out "$TMP/fix" $F --no-preconditions

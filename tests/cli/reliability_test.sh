@@ -59,7 +59,7 @@ expect "run --json > /dev/full" 2 "cannot write the output: No space left on dev
 expect "scan > /dev/full" 2 "cannot write the output" -- bash -c "'$GRIST' scan '$M/mlp.onnx' > /dev/full"
 
 # --- Models: what is unsupported or unknown is refused, every name listed; the model's own batch is taken ---
-for cmd in run hunt scan; do
+for cmd in run hunt scan fix; do
   expect "$cmd lists every unsupported op and node" 2 "unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" $cmd "$M/unsupported_ops.onnx"
 done
 expect "an opset newer than grist knows" 2 "opset 99 of the default \(ai.onnx\) domain is newer than the newest grist knows \([0-9]+\)" -- "$GRIST" run "$M/future_opset.onnx"
@@ -74,6 +74,10 @@ expect "scan --sarif keeps an existing file" 2 "report.sarif: exists already; no
 grep -qx mine "$TMP/report.sarif" && pass || fail_with "scan --sarif changed an existing file"
 expect "scan --sarif --force replaces it" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/report.sarif" --force
 grep -q '"version": "2.1.0"' "$TMP/report.sarif" && pass || fail_with "--force did not write the report"
+expect "fix --sarif keeps an existing file, before any work" 2 "report.sarif: exists already; not overwriting it" -- "$GRIST" fix "$M/vae_head.onnx" --sarif "$TMP/report.sarif"
+mkdir -p "$TMP/fixout" && echo "mine" >"$TMP/fixout/logreg_toy.fixed.onnx"
+expect "fix never replaces an earlier repaired model" 0 "logreg_toy.fixed-2.onnx" -- "$GRIST" fix "$M/logreg_toy.toml" --out "$TMP/fixout" --max-iterations 50 --no-preconditions
+grep -qx mine "$TMP/fixout/logreg_toy.fixed.onnx" && pass || fail_with "fix replaced an earlier repaired model"
 
 # --- Where witnesses go is checked before the search ---
 touch "$TMP/a_file"
