@@ -2,6 +2,11 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 
@@ -36,7 +41,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);  // prints CLI11's message
+    std::vector<std::string> names;
+    for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+    if (argc == 1) {  // bare `grist`: what it can do
+      std::fputs(app.help().c_str(), stderr);
+      return fail(fmt::format("a subcommand is required: {}", fmt::join(names, ", ")));
+    }
+    // A misspelt command reads as "a subcommand is required" in CLI11's words: name it and the commands.
+    if (argv[1][0] != '-' && app.get_subcommands().empty())
+      return fail(fmt::format("unknown command '{}' (the commands: {}; grist --help says what each does)", argv[1],
+                              fmt::join(names, ", ")));
+    fail(e.what());
+    std::fprintf(stderr, "run with --help for the options\n");
     return kExitError;
   }
   int status = kExitError;

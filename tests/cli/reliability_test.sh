@@ -44,6 +44,9 @@ expect "hunt --change -0.1" 2 "--change -0.1: the step must be a positive number
 expect "hunt --seed -3" 2 "--seed -3: must not be negative" -- "$GRIST" hunt "$M/logreg_toy.toml" --seed=-3
 expect "bench --seed -1" 2 "--seed -1: must not be negative" -- "$GRIST" bench "$TMP" --seed=-1
 
+expect "a misspelt command is named with the commands" 2 "unknown command 'hnut' \(the commands: run, hunt, replay, bench, scan, fix" -- "$GRIST" hnut "$M/logreg_toy.toml"
+expect "a bad option value says grist: error" 2 "^grist: error: --variant: bad not in" -- "$GRIST" hunt "$M/logreg_toy.toml" --variant bad
+
 # --- Only regular files, each within a size a real one never reaches ---
 mkfifo "$TMP/fifo"
 expect "a FIFO as the model" 2 "fifo: not a regular file" -- "$GRIST" run "$TMP/fifo"
