@@ -234,8 +234,26 @@ class FixRun {
     for (RangeAssumption& a : r_.original_scan.assumptions)
       if (auto it = stated.find(a.name); it != stated.end() && !o_.assumed.count(a.name))
         a.reason = "stated for the proofs: " + it->second.why;
+    // What may fail in the program decides what to repair: the scan as `grist scan` makes it, the trained
+    // weights unbounded (any run of the training), the user's --assume kept. A hazard proved safe only
+    // under the stated weight ranges (RANUM's default, which training leaves) is still repaired; its repair
+    // is then proved under those ranges.
+    ScanOptions program_options;
+    program_options.manifest = scan_manifest_;
+    program_options.batch = o_.batch;
+    program_options.assumed = o_.assumed;
+    program_options.initial_weights = false;
+    program_options.step_bounds = false;
+    auto program = scan(g_, program_options);
+    if (!program) return program.error();
+    r_.program_scan = std::move(program).value();
+    auto program_may_fail = [&](const HazardSite& s) -> const HazardVerdict* {
+      for (const auto& pv : r_.program_scan.verdicts)
+        if (pv.site.node_name == s.node_name && pv.verdict == Verdict::MayFail) return &pv;
+      return nullptr;
+    };
     for (const auto& v : base_.report.verdicts)
-      if (v.verdict != Verdict::ProvedSafe) pending_.insert(v.site.node_name);
+      if (v.verdict != Verdict::ProvedSafe || program_may_fail(v.site)) pending_.insert(v.site.node_name);
     auto wanted = [&](const HazardSite& s) {
       return o_.hazard.empty() || o_.hazard == s.node_name || o_.hazard == std::to_string(s.id);
     };
@@ -245,10 +263,17 @@ class FixRun {
       const bool by_witness =
           o_.witness && (o_.witness->producer == v.site.node_name ||
                          (o_.witness->hazard_node == v.site.node_name && o_.witness->producer.empty()));
-      if (!wanted(v.site) || (v.verdict != Verdict::MayFail && !by_witness && o_.hazard.empty())) continue;
+      const HazardVerdict* in_program = program_may_fail(v.site);
+      if (!wanted(v.site) || (v.verdict != Verdict::MayFail && !in_program && !by_witness && o_.hazard.empty()))
+        continue;
       std::string reason =
           v.verdict == Verdict::MayFail
               ? fmt::format("the scan: operand [{:.4g}, {:.4g}] meets {}", v.operand.lo, v.operand.hi, v.danger)
+          : in_program
+              ? fmt::format("the scan: with the trained weights unbounded (any run of its training) operand "
+                            "[{:.4g}, {:.4g}] meets {}; within the stated weight ranges it is {}",
+                            in_program->operand.lo, in_program->operand.hi, in_program->danger,
+                            verdict_name(v.verdict))
               : fmt::format("the scan: {}", verdict_name(v.verdict));
       if (by_witness) reason += "; the witness triggers it";
       r_.hazards.push_back(hazard_from(v, std::move(reason)));

@@ -67,7 +67,8 @@ struct FixResult {
   bool changed = false;     // some repair was applied
   std::string fixed_bytes;  // the repaired model as ONNX (checked)
   Graph fixed;              // the same, as read back
-  ScanReport original_scan, fixed_scan;
+  ScanReport original_scan, fixed_scan;  // under the stated ranges (the proofs')
+  ScanReport program_scan;               // as `grist scan` makes it: trained weights unbounded; what to repair
   HuntReport hunt;  // (b) on the fixed model
   bool hunted = false;
   DataComparison data;            // (c) original against fixed, initial weights

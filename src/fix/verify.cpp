@@ -512,12 +512,20 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
       auto wide = run_pair(*wa, *wb, o, true, p.batches + p.unusable);
       if (wide && wide->batches == p.batches) {
         float64_ran = true;
+        double largest = 0;
+        for (const auto& [name, c] : wide->diff) largest = std::max(largest, c.scale);
         for (TensorDifference& d : r.tensors) {
           auto it = wide->diff.find(d.name);
           if (it == wide->diff.end()) continue;
           d.float64_relative = it->second.relative();
-          d.within = d.within || d.float64_relative <= o.tolerance;
+          d.zero_in_exact = it->second.scale <= 1e-12 * largest;
+          d.within = d.within || d.float64_relative <= o.tolerance || d.zero_in_exact;
         }
+        // The largest difference is then that of the tensors that are not rounding noise of a zero.
+        r.worst = 0;
+        r.worst_tensor.clear();
+        for (const TensorDifference& d : r.tensors)
+          if (!d.zero_in_exact && d.relative >= r.worst) r.worst = d.relative, r.worst_tensor = d.name;
       }
     }
   }
@@ -543,15 +551,26 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
     return r;
   }
   r.result.detail = fmt::format("max relative difference {:.3g} ({}) on {}", r.worst, r.worst_tensor, where);
+  // Say why a tensor above the tolerance passes, or the first that fails.
+  const TensorDifference *failing = nullptr, *rounding = nullptr, *noise = nullptr;
   for (const auto& d : r.tensors) {
     if (d.relative <= o.tolerance) continue;
-    if (d.within)
+    if (!d.within && !failing) failing = &d;
+    if (d.within && d.zero_in_exact && !noise) noise = &d;
+    if (d.within && !d.zero_in_exact && !rounding) rounding = &d;
+  }
+  if (failing) {
+    r.result.detail += fmt::format("; {} above {:.0e}{}", failing->name, o.tolerance,
+                                   float64_ran ? fmt::format(" in float64 too ({:.3g})", failing->float64_relative) : "");
+  } else {
+    if (rounding)
       r.result.detail +=
-          fmt::format("; float32 rounding: in float64 the two models agree to {:.2g}", d.float64_relative);
-    else
-      r.result.detail += fmt::format("; above {:.0e}{}", o.tolerance,
-                                     float64_ran ? fmt::format(" in float64 too ({:.3g})", d.float64_relative) : "");
-    break;
+          fmt::format("; float32 rounding: in float64 the two models agree to {:.2g}", rounding->float64_relative);
+    if (noise)
+      r.result.detail += fmt::format(
+          "; {} is 0 in exact arithmetic: in float64 both models' values are below 1e-12 of the largest value "
+          "compared (rounding noise, not compared)",
+          noise->name);
   }
   if (p.unusable > 0)
     r.result.detail += fmt::format("; {} batch{} where the original is not finite (the repaired model is finite on {})",

@@ -133,8 +133,8 @@ std::string to_text(const FixResult& r, const FixContext& c) {
       "grist fix {}: {} hazard{} to repair ({} may fail of {} in the scan), {} fixed, {} not\n"
       "  {:.2f} s: repairs and proofs {:.2f} s, hunt {:.2f} s, data {:.2f} s, training {:.2f} s, preconditions {:.2f} "
       "s\n",
-      c.model, r.hazards.size(), r.hazards.size() == 1 ? "" : "s", r.original_scan.count(Verdict::MayFail),
-      r.original_scan.verdicts.size(), fixed, static_cast<int>(r.hazards.size()) - fixed, r.seconds, r.repair_seconds,
+      c.model, r.hazards.size(), r.hazards.size() == 1 ? "" : "s", r.program_scan.count(Verdict::MayFail),
+      r.program_scan.verdicts.size(), fixed, static_cast<int>(r.hazards.size()) - fixed, r.seconds, r.repair_seconds,
       r.hunt_seconds, r.data_seconds, r.training_seconds, r.precondition_seconds);
   if (!c.fixed_path.empty())
     s += fmt::format("repaired model: {} (checked by onnx::checker; the original is untouched)\n", c.fixed_path);
@@ -291,12 +291,13 @@ nlohmann::json to_json(const FixResult& r, const FixContext& c) {
 }
 
 nlohmann::json to_sarif(const FixResult& r, const FixContext& c, size_t max_embedded_bytes) {
-  nlohmann::json sarif = to_sarif(r.original_scan, c.model);
+  // The results are the program's may-fail hazards, as `grist scan --sarif` writes them.
+  nlohmann::json sarif = to_sarif(r.program_scan, c.model);
   nlohmann::json& results = sarif["runs"][0]["results"];
   const bool embed = !r.fixed_bytes.empty() && r.fixed_bytes.size() <= max_embedded_bytes;
   const std::string content = embed ? base64(r.fixed_bytes) : std::string();
   size_t k = 0;
-  for (const HazardVerdict& v : r.original_scan.verdicts) {
+  for (const HazardVerdict& v : r.program_scan.verdicts) {
     if (v.verdict != Verdict::MayFail) continue;
     nlohmann::json& result = results[k++];
     for (const HazardFix& h : r.hazards) {
