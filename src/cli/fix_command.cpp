@@ -9,6 +9,7 @@
 #include "cli/assume.h"
 #include "cli/commands.h"
 #include "config/manifest.h"
+#include "data/dataset.h"
 #include "data/file_write.h"
 #include "fix/fixer.h"
 #include "onnx/export.h"

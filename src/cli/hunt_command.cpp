@@ -12,6 +12,7 @@
 #include "cli/hunt_progress.h"
 #include "cli/interrupt.h"
 #include "config/manifest.h"
+#include "data/dataset.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
 #include "data/file_write.h"
@@ -128,25 +129,6 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   if (f.ftz) m.ftz = true;
   if (f.batch > 0) m.batch_size = f.batch;
   return m;
-}
-
-// Without a manifest every float input is searched data drawn uniform in [0, 1) and every integer input
-// a label drawn in [0, 10).
-void default_inputs(const Graph& g, Manifest& m) {
-  for (ValueId id : g.inputs) {
-    const Value& v = g.value(id);
-    if (m.inputs.count(v.name)) continue;
-    InputSpec in;
-    in.name = v.name;
-    in.source = "uniform";
-    if (is_float(v.dtype) || v.dtype == DType::Undefined) {
-      in.role = InputRole::Data;
-    } else {
-      in.role = InputRole::Label;
-      in.uniform_hi = 10;
-    }
-    m.inputs[v.name] = in;
-  }
 }
 
 int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_start) {

@@ -167,23 +167,6 @@ bool HazardFix::fixed() const {
   return true;
 }
 
-void default_inputs(const Graph& g, Manifest& m) {
-  for (ValueId id : g.inputs) {
-    const Value& v = g.value(id);
-    if (m.inputs.count(v.name)) continue;
-    InputSpec in;
-    in.name = v.name;
-    in.source = "uniform";
-    if (is_float(v.dtype) || v.dtype == DType::Undefined) {
-      in.role = InputRole::Data;
-    } else {
-      in.role = InputRole::Label;
-      in.uniform_hi = 10;
-    }
-    m.inputs[v.name] = in;
-  }
-}
-
 namespace {
 
 // One run of grist fix, phase by phase: what to repair, the repairs (each proved by check a), the repaired model

@@ -81,8 +81,4 @@ struct FixResult {
 
 Result<FixResult> fix_model(const Graph& g, const FixOptions& o);
 
-// The manifest inputs `grist hunt` assumes for a bare model: float inputs are data in [0, 1), integers labels
-// in [0, 10).
-void default_inputs(const Graph& g, Manifest& m);
-
 }  // namespace grist

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/manifest.h"
+#include "data/dataset.h"
 #include "fix/fixer.h"
 #include "onnx/import.h"
 #include "search/benchmark.h"

@@ -877,13 +877,29 @@ bool inputs_stay_in_scan_ranges(const Dataset& data) {
 //      weight search may leave them), or for inputs in a range the unclipped search may leave — hunted last,
 //      with a smaller share of the time;
 // and proved safe for every run (any weights, inputs within their clip ranges): not hunted.
-// Without the scan: execution order, equal shares.
+// Within each, the producer nearest the loss first. Without the scan: that order, equal shares.
 std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, const Dataset& data,
                                         const std::vector<const HazardSite*>& targets, HuntReport& report) {
   constexpr double kMayFail = 1.0, kPropagated = 0.5, kProvedForLess = 0.25;
+  // Within each kind, the producer nearest the loss first: a model's own bug is most often the loss's log, and
+  // the default stops at the first trigger, so the hazards far up the graph must not take its turn.
+  const ValueId loss =
+      !o.manifest.loss.empty() ? g.find_value(o.manifest.loss) : (g.outputs.empty() ? kNoValue : g.outputs[0]);
+  std::map<const HazardSite*, size_t> distances;  // nodes on the path to the loss; unreachable last
+  for (const HazardSite* t : targets) {
+    const size_t n = loss == kNoValue ? 0 : g.path_to(t->node, loss).size();
+    distances[t] = loss != kNoValue && n == 0 ? std::numeric_limits<size_t>::max() : n;
+  }
+  auto distance = [&](const HazardSite* t) { return distances.at(t); };
+  auto nearest_first = [&](std::vector<const HazardSite*>& kind) {
+    std::stable_sort(kind.begin(), kind.end(),
+                     [&](const HazardSite* a, const HazardSite* b) { return distance(a) < distance(b); });
+  };
   auto equal_shares = [&] {
+    std::vector<const HazardSite*> ranked = targets;
+    nearest_first(ranked);
     std::vector<PlannedHazard> plan;
-    for (const HazardSite* t : targets) plan.push_back({t, kMayFail});
+    for (const HazardSite* t : ranked) plan.push_back({t, kMayFail});
     return plan;
   };
   if (!o.use_scan) return equal_shares();
@@ -918,6 +934,7 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
       report.outcomes.push_back(std::move(skipped));
     }
   }
+  for (auto* kind : {&fails_initially, &fails_when_trained, &propagated, &proved_for_less}) nearest_first(*kind);
   std::vector<PlannedHazard> plan;
   for (const HazardSite* t : fails_initially) plan.push_back({t, kMayFail});
   for (const HazardSite* t : fails_when_trained) plan.push_back({t, kMayFail});

@@ -11,7 +11,9 @@
 
 #include "config/manifest.h"
 #include "onnx/import.h"
+#include "data/dataset.h"
 #include "search/hunt.h"
+#include "support/graph_builder.h"
 
 using namespace grist;
 namespace fs = std::filesystem;
@@ -401,4 +403,28 @@ TEST(HuntPasses, TheLossGradientIsScannedWhenTheModelDoesNotTrain) {
   ASSERT_TRUE(faithful.triggered);
   EXPECT_EQ(faithful.iterations, 4);
   EXPECT_EQ(faithful.pass, TriggerPass::Monitored);
+}
+
+// The default run stops at the first trigger, so the order decides what is found: the producer nearest the
+// loss goes first within its kind (a model's own bug is most often its loss's log), whatever the execution
+// order. Here Log (four nodes from the output) runs before Sqrt (one node from it).
+TEST(HuntPlan, TheHazardNearestTheLossIsHuntedFirst) {
+  grist::testing::GraphBuilder b(17);
+  b.input("x", DType::Float32, {-1, 2}).constant("two", Tensor::scalar<float>(2.0f));
+  b.node("Log", {"x"}, {"l"}).node("Mul", {"l", "two"}, {"m1"}).node("Mul", {"m1", "two"}, {"m2"});
+  b.node("Mul", {"m2", "two"}, {"m3"}).node("Sqrt", {"x"}, {"r"}).node("Add", {"m3", "r"}, {"y"}).output("y");
+  const Graph g = b.build();
+  HuntOptions o;
+  default_inputs(g, o.manifest);
+  o.manifest.search.max_iterations = 3;
+  o.manifest.search.time_limit = 10.0;
+  o.all = true;
+  o.batch_size = 1;
+  auto r = hunt(g, o);
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  ASSERT_EQ(r->hazards.size(), 2u);
+  EXPECT_EQ(r->hazards[0].op_type, "Log");  // the execution order
+  ASSERT_EQ(r->outcomes.size(), 2u);
+  EXPECT_EQ(r->outcomes[0].site.op_type, "Sqrt");
+  EXPECT_EQ(r->outcomes[1].site.op_type, "Log");
 }
