@@ -161,20 +161,30 @@ Result<WitnessFiles> write_witness(const std::string& out_dir, const std::string
   return make_error("{}: no free witness name", out_dir);
 }
 
-Result<ReplayResult> replay_witness(const std::string& json_path) {
+namespace {
+
+// A witness's sidecar JSON, checked to be one: a regular file of bounded size holding grist's keys.
+Result<nlohmann::json> read_sidecar(const std::string& json_path) {
+  GRIST_TRY(check_input_file(json_path, kMaxTextBytes, "a witness sidecar"));
+  std::ifstream f(json_path);
+  GRIST_CHECK(f.good(), "{}: cannot open file", json_path);
   nlohmann::json j;
-  {
-    GRIST_TRY(check_input_file(json_path, kMaxTextBytes, "a witness sidecar"));
-    std::ifstream f(json_path);
-    GRIST_CHECK(f.good(), "{}: cannot open file", json_path);
-    try {
-      f >> j;
-    } catch (const std::exception& e) {
-      return make_error("{}: not a grist witness (invalid JSON: {})", json_path, e.what());
-    }
+  try {
+    f >> j;
+  } catch (const std::exception& e) {
+    return make_error("{}: not a grist witness (invalid JSON: {})", json_path, e.what());
   }
   GRIST_CHECK(j.is_object() && j.contains("grist_witness") && j.contains("model") && j.contains("npz"),
               "{}: not a grist witness (the sidecar JSON that `grist hunt` writes)", json_path);
+  return j;
+}
+
+}  // namespace
+
+Result<ReplayResult> replay_witness(const std::string& json_path) {
+  auto sidecar = read_sidecar(json_path);
+  if (!sidecar) return sidecar.error();
+  const nlohmann::json& j = *sidecar;
   ReplayResult r;
   try {
     const std::string model = j.at("model").get<std::string>();
@@ -315,18 +325,9 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
 }
 
 Result<WitnessData> read_witness(const std::string& json_path) {
-  nlohmann::json j;
-  {
-    std::ifstream f(json_path);
-    GRIST_CHECK(f.good(), "{}: cannot open file", json_path);
-    try {
-      f >> j;
-    } catch (const std::exception& e) {
-      return make_error("{}: not a grist witness (invalid JSON: {})", json_path, e.what());
-    }
-  }
-  GRIST_CHECK(j.is_object() && j.contains("grist_witness") && j.contains("model") && j.contains("npz"),
-              "{}: not a grist witness (the sidecar JSON that `grist hunt` writes)", json_path);
+  auto sidecar = read_sidecar(json_path);
+  if (!sidecar) return sidecar.error();
+  const nlohmann::json& j = *sidecar;
   WitnessData w;
   try {
     w.model = j.at("model").get<std::string>();

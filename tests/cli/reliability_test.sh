@@ -55,6 +55,7 @@ expect "a FIFO as experiments.conf" 2 "fifo: not a regular file" -- "$GRIST" hun
 expect "/dev/zero as experiments.conf" 2 "/dev/zero: not a regular file" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf /dev/zero
 expect "a FIFO as input data" 2 "fifo.npy: not a regular file" -- bash -c "mkfifo '$TMP/fifo.npy' && '$GRIST' run '$M/mlp.onnx' --input x='$TMP/fifo.npy'"
 expect "a folder as the model" 2 "is a folder, not an ONNX file" -- "$GRIST" hunt "$TMP"
+expect "a FIFO as fix's witness" 2 "wfifo.json: not a regular file" -- bash -c "mkfifo '$TMP/wfifo.json' && '$GRIST' fix '$M/mlp.onnx' --witness '$TMP/wfifo.json'"
 expect "a folder as the witness" 2 "is a folder, not a witness sidecar" -- "$GRIST" replay "$TMP"
 
 # --- Output that cannot be written is an error ---
