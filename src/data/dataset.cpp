@@ -225,6 +225,23 @@ Status Dataset::redraw(Batch& batch) {
   return Status::ok();
 }
 
+namespace {
+
+// The classes an integer input indexes when it is a loss's target: dimension 1 of the scores that
+// SoftmaxCrossEntropyLoss or NegativeLogLikelihoodLoss reads beside it, where the model declares it; 0 otherwise.
+int64_t target_classes(const Graph& g, const Value& v) {
+  for (int32_t c : v.consumers) {
+    const Node& n = g.nodes[static_cast<size_t>(c)];
+    if (n.op_type != "SoftmaxCrossEntropyLoss" && n.op_type != "NegativeLogLikelihoodLoss") continue;
+    if (n.inputs.size() < 2 || n.inputs[1] != g.find_value(v.name)) continue;
+    const Value& scores = g.value(n.inputs[0]);
+    if (scores.shape && scores.shape->size() >= 2 && (*scores.shape)[1].known()) return (*scores.shape)[1].size;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void default_inputs(const Graph& g, Manifest& m) {
   for (ValueId id : g.inputs) {
     const Value& v = g.value(id);
@@ -236,7 +253,9 @@ void default_inputs(const Graph& g, Manifest& m) {
       in.role = InputRole::Data;
     } else {
       in.role = InputRole::Label;
-      in.uniform_hi = 10;
+      // A loss's target takes the classes the model scores (a 5-class head must not see label 9).
+      const int64_t classes = target_classes(g, v);
+      in.uniform_hi = classes > 0 ? static_cast<double>(classes) : 10;
     }
     m.inputs[v.name] = in;
   }

@@ -58,7 +58,8 @@ class Dataset {
 };
 
 // Without a manifest (or for the inputs it leaves out) every float input is searched data drawn uniform in
-// [0, 1) and every integer input a label drawn in [0, 10): what `grist hunt`, `fix` and `bench` assume.
+// [0, 1) and every integer input a label drawn in [0, 10), or in [0, C) when it is the target of a loss over C
+// classes: what `grist hunt`, `fix` and `bench` assume.
 void default_inputs(const Graph& g, Manifest& m);
 
 }  // namespace grist

@@ -376,5 +376,33 @@ TEST(Dataset, SourcesThatDoNotFitTheModelAreRefused) {
                               "give its data in the manifest");
 }
 
+// Without a manifest an integer input is a label in [0, 10) — unless it is a loss's target: then it takes the
+// classes the model scores, so a 5-class head exported by PyTorch runs as exported (label 9 was an error).
+TEST(DefaultInputs, ALossTargetTakesTheClassesTheModelScores) {
+  Graph g = GraphBuilder(13)
+                .input("z", DType::Float32, {-1, 5})
+                .input("y", DType::Int64, {-1})
+                .input("other", DType::Int64, {-1})
+                .node("SoftmaxCrossEntropyLoss", {"z", "y"}, {"loss"})
+                .node("Identity", {"other"}, {"o"})
+                .output("loss")
+                .output("o")
+                .build();
+  Manifest m;
+  default_inputs(g, m);
+  EXPECT_EQ(m.inputs.at("z").role, InputRole::Data);
+  EXPECT_EQ(m.inputs.at("y").role, InputRole::Label);
+  EXPECT_EQ(m.inputs.at("y").uniform_hi, 5);
+  EXPECT_EQ(m.inputs.at("other").uniform_hi, 10);
+  auto d = Dataset::create(m, g, 64, 1);
+  ASSERT_TRUE(d.is_ok()) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b).is_ok());
+  const Tensor& y = b.at("y");
+  int64_t largest = 0;
+  for (int64_t i = 0; i < y.numel(); ++i) largest = std::max<int64_t>(largest, static_cast<int64_t>(y.get_as_double(i)));
+  EXPECT_EQ(largest, 4);  // 64 draws from [0, 5) reach 4
+}
+
 }  // namespace
 }  // namespace grist
