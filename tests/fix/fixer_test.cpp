@@ -51,6 +51,19 @@ Loaded load_toy() {
   return {std::move(m).value(), std::move(g).value()};
 }
 
+// Check (c) between two models on seeded default data (float inputs uniform in [0, 1)), 4 rows a batch.
+Result<DataComparison> compare_on_default_data(const Graph& a, const Graph& b) {
+  Manifest m;
+  default_inputs(a, m);
+  auto data = Dataset::create(m, a, 4, 1);
+  if (!data) return data.error();
+  DataCheckOptions dc;
+  dc.manifest = &m;
+  dc.data = &*data;
+  dc.batch = 4;
+  return compare_on_data(a, b, dc);
+}
+
 }  // namespace
 
 TEST(Fix, RepairsBothLogsOfTheLogisticToyAndEveryCheckPasses) {
@@ -134,19 +147,11 @@ TEST(Fix, TheDataCheckCanFail) {
   b.input("x", DType::Float32, {-1, 3}).constant("one", Tensor::scalar<float>(1.0f));
   b.node("Add", {"x", "one"}, {"x1"}).node("Log", {"x1"}, {"y"}).output("y");
   Graph ga = a.build(), gb = b.build();
-  Manifest m;
-  default_inputs(ga, m);
-  auto data = Dataset::create(m, ga, 4, 1);
-  ASSERT_TRUE(data.is_ok()) << data.message();
-  DataCheckOptions dc;
-  dc.manifest = &m;
-  dc.data = &*data;
-  dc.batch = 4;
-  auto same = compare_on_data(ga, ga, dc);
+  auto same = compare_on_default_data(ga, ga);
   ASSERT_TRUE(same.is_ok()) << same.message();
   EXPECT_EQ(same->result.state, CheckState::Passed) << same->result.detail;
   EXPECT_EQ(same->worst, 0);
-  auto differ = compare_on_data(ga, gb, dc);
+  auto differ = compare_on_default_data(ga, gb);
   ASSERT_TRUE(differ.is_ok()) << differ.message();
   EXPECT_EQ(differ->result.state, CheckState::Failed) << differ->result.detail;
   EXPECT_GT(differ->worst, 0.1);
@@ -169,16 +174,7 @@ TEST(Fix, ATensorThatIsZeroInExactArithmeticIsRoundingNoiseNotADifference) {
     return g.build();
   };
   Graph ga = build(false), gb = build(true);
-  Manifest m;
-  default_inputs(ga, m);
-  auto data = Dataset::create(m, ga, 4, 1);
-  ASSERT_TRUE(data.is_ok()) << data.message();
-  DataCheckOptions dc;
-  dc.manifest = &m;
-  dc.data = &*data;
-  dc.batch = 4;
-  dc.batches = 4;
-  auto r = compare_on_data(ga, gb, dc);
+  auto r = compare_on_default_data(ga, gb);
   ASSERT_TRUE(r.is_ok()) << r.message();
   const TensorDifference* z = nullptr;
   for (const auto& d : r->tensors)

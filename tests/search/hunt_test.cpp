@@ -13,6 +13,7 @@
 #include "onnx/import.h"
 #include "data/dataset.h"
 #include "search/hunt.h"
+#include "support/test_models.h"
 #include "support/graph_builder.h"
 
 using namespace grist;
@@ -20,20 +21,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModels = fs::path(GRIST_SOURCE_DIR) / "tests/models";
 
-struct Loaded {
-  Graph graph;
-  Manifest manifest;
-};
-
-Loaded load(const std::string& name) {
-  auto m = read_manifest((kModels / (name + ".toml")).string());
-  EXPECT_TRUE(m.is_ok()) << m.message();
-  auto g = import_onnx_file(m->model);
-  EXPECT_TRUE(g.is_ok()) << g.message();
-  return {std::move(g).value(), std::move(m).value()};
-}
+using Loaded = grist::testing::LoadedModel;
+Loaded load(const std::string& name) { return grist::testing::load_test_model(name); }
 
 HazardOutcome hunt_first(const Loaded& l, const std::function<void(Manifest&)>& tweak = {}) {
   HuntOptions o;
