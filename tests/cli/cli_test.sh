@@ -6,24 +6,8 @@ GRIST=$1
 SRC=$(cd "$2" && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-passed=0
-failed=0
-
-# expect NAME STATUS PATTERN -- COMMAND...: the command exits with STATUS and its output matches PATTERN.
-expect() {
-  local name=$1 status=$2 pattern=$3
-  shift 4
-  local out rc
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$status" ] || ! grep -qE -- "$pattern" <<<"$out"; then
-    echo "FAIL: $name (exit $rc, want $status; want output matching /$pattern/)"
-    echo "$out" | head -20 | sed 's/^/    /'
-    failed=$((failed + 1))
-  else
-    passed=$((passed + 1))
-  fi
-}
+# shellcheck source=expect.sh
+source "$(dirname "$0")/expect.sh"
 
 M=$SRC/tests/models
 expect "help explains the commands" 0 "hunt" -- "$GRIST" --help
