@@ -2,6 +2,7 @@
 // the stable form frameworks offer or a guard, proves and tests each repair, finds RANUM's preconditions, and
 // writes MODEL.fixed.onnx beside the model (never over an existing file). Exit 0 every hazard fixed (or none to
 // fix), 1 some hazard not fixed, 2 error.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -99,8 +100,13 @@ int fix_main(const FixFlags& f) {
   if (!f.witness.empty()) {
     auto w = read_witness(f.witness);
     if (!w) return fail(w.message());
-    if (graph->find_value(w->hazard_node) == kNoValue && w->producer.empty())
-      return fail(fmt::format("{}: its hazard '{}' is not a node of {}", f.witness, w->hazard_node, model));
+    auto is_node = [&](const std::string& name) {
+      return std::any_of(graph->nodes.begin(), graph->nodes.end(), [&](const Node& n) { return n.name == name; });
+    };
+    const std::string& named = w->producer.empty() ? w->hazard_node : w->producer;
+    if (!is_node(named))
+      return fail(fmt::format("{}: its {} '{}' is not a node of {}", f.witness,
+                              w->producer.empty() ? "hazard" : "producer", named, model));
     o.witness = std::move(w).value();
   }
   auto result = fix_model(*graph, o);

@@ -161,7 +161,7 @@ Result<std::map<std::string, Interval>> data_hulls(const Dataset& fresh, int64_t
 }  // namespace
 
 bool HazardFix::fixed() const {
-  if (!repaired) return repaired_with > 0;
+  if (!repaired) return repaired_with > 0 && repairer_fixed;
   for (const CheckResult* c : {&scan, &hunt, &data, &training, &witness})
     if (c->state == CheckState::Failed) return false;
   return true;
@@ -190,6 +190,10 @@ class FixRun {
     GRIST_TRY(check_data(*loaded));
     check_witness();
     GRIST_TRY(preconditions(*loaded));
+    // A hazard another repair removed is fixed when that repair is.
+    for (HazardFix& h : r_.hazards)
+      for (const HazardFix& by : r_.hazards)
+        if (h.repaired_with && by.site.id == h.repaired_with) h.repairer_fixed = by.fixed();
     r_.seconds = since(start_);
     return std::move(r_);
   }
@@ -371,8 +375,16 @@ class FixRun {
       iterations += out.iterations;
       hunted_hazards += out.skipped.empty();
       if (!out.triggered) continue;
-      // A trigger the original shows on the same input (and weights) is not the repair's: it was there, masked by
-      // the hazard the repair removed, or elsewhere.
+      // A trigger at a repair's own nodes is the repair's, whatever the original does on that input: the repair
+      // was to remove that failure.
+      bool at_a_repair = false;
+      for (const HazardFix& h : r_.hazards) at_a_repair |= h.repaired && starts_with(out.event.node_name, h.applied.prefix);
+      if (at_a_repair) {
+        triggers.push_back(out.event.node_name);
+        continue;
+      }
+      // A trigger downstream that the original shows on the same input (and weights) is not the repair's: it was
+      // there, masked by the hazard the repair removed, or elsewhere.
       WitnessData w;
       for (const auto& [name, t] : out.witness.inputs) w.inputs.emplace_back(name, t);
       for (const auto& [name, t] : out.witness.weights) w.weights.emplace_back(name, t);
@@ -497,6 +509,12 @@ class FixRun {
     r_.witness_on_fixed = after ? (after->found ? after->describe() : std::string("finite")) : after.message();
     for (HazardFix& h : r_.hazards) {
       if (h.site.node_name != o_.witness->producer && h.site.node_name != o_.witness->hazard_node) continue;
+      // A witness that does not break the original (or cannot be run on it) shows nothing about the repair.
+      if (!before || !before->found) {
+        h.witness.state = CheckState::Failed;
+        h.witness.detail = fmt::format("the witness does not break the original: {}", r_.witness_on_original);
+        continue;
+      }
       const bool finite = after && !after->found;
       h.witness.state = finite ? CheckState::Passed : CheckState::Failed;
       h.witness.detail =

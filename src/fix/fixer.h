@@ -52,6 +52,7 @@ struct HazardFix {
   std::string chain;   // the original's path from the hazard to the loss
   bool repaired = false;
   int repaired_with = 0;  // another hazard's repair removed this node: that hazard's id
+  bool repairer_fixed = false;  // with repaired_with: whether that hazard's repair passed its checks
   RepairMatch match;
   AppliedRepair applied;
   std::vector<RepairAttempt> attempts;

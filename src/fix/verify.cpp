@@ -90,8 +90,9 @@ Result<Graph> zero_repair_outputs(const Graph& after, const std::string& prefix)
   for (const Node& n : g.nodes) {
     if (!starts_with(n.name, prefix)) continue;
     for (ValueId out : n.outputs) {
+      if (out == kNoValue) continue;
       const DType dt = g.value(out).dtype;
-      if (out == kNoValue || !(is_float(dt) || dt == DType::Undefined)) continue;
+      if (!(is_float(dt) || dt == DType::Undefined)) continue;
       bool read_outside = std::find(g.outputs.begin(), g.outputs.end(), out) != g.outputs.end();
       for (int32_t c : g.value(out).consumers)
         read_outside |= !starts_with(g.nodes[static_cast<size_t>(c)].name, prefix);
@@ -105,6 +106,7 @@ Result<Graph> zero_repair_outputs(const Graph& after, const std::string& prefix)
     zero_v.dtype = dt;
     scaled_v.name = g.value(v).name + "/probe";
     scaled_v.dtype = dt;
+    const std::string zero_name = zero_v.name, scaled_name = scaled_v.name;
     const ValueId zero = g.add_value(std::move(zero_v));
     const ValueId scaled = g.add_value(std::move(scaled_v));
     const std::vector<int32_t> consumers = g.value(v).consumers;
@@ -122,12 +124,12 @@ Result<Graph> zero_repair_outputs(const Graph& after, const std::string& prefix)
     a.type = Attribute::Type::Tensor;
     a.t = std::make_shared<const Tensor>(std::move(t));
     Node k;
-    k.name = zero_v.name;
+    k.name = zero_name;
     k.op_type = "Constant";
     k.outputs = {zero};
     k.attributes = {{"value", a}};
     Node mul;
-    mul.name = scaled_v.name;
+    mul.name = scaled_name;
     mul.op_type = "Mul";
     mul.inputs = {v, zero};
     mul.outputs = {scaled};
@@ -463,7 +465,11 @@ Result<PairRun> run_pair(const Graph& a, const Graph& b, const DataCheckOptions&
     for (const auto& [name, x] : ta) {
       if (!p.diff.count(name)) p.order.push_back(name);
       Compared& c = p.diff[name];
-      if (auto y = tb.find(name); y != tb.end()) compare_tensors(x, y->second, c);
+      if (auto y = tb.find(name); y != tb.end()) {
+        compare_tensors(x, y->second, c);
+      } else {
+        c.broken += std::max<int64_t>(1, x.numel());  // the repaired model lost it (a gradient path cut)
+      }
     }
     ++p.batches;
   }
@@ -518,7 +524,7 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
           auto it = wide->diff.find(d.name);
           if (it == wide->diff.end()) continue;
           d.float64_relative = it->second.relative();
-          d.zero_in_exact = it->second.scale <= 1e-12 * largest;
+          d.zero_in_exact = it->second.compared > 0 && it->second.scale <= 1e-12 * largest;
           d.within = d.within || d.float64_relative <= o.tolerance || d.zero_in_exact;
         }
         // The largest difference is then that of the tensors that are not rounding noise of a zero.
@@ -589,7 +595,6 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
     r.result.detail = "the model does not train (no optimizer or no loss in the manifest)";
     return r;
   }
-  const auto start = std::chrono::steady_clock::now();
   std::optional<Dataset> data(fresh);
   ExecutorOptions eo;
   eo.flush_denormals = m.ftz;
@@ -603,8 +608,11 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
   for (const auto& name : trained_weight_names(g, &m)) params.push_back(g.find_value(name));
   Optimizer opt(m.train.optimizer, params);
   Batch b;
+  // The time cap counts from the first step and never stops before it: no step run is no check.
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t step = 1; step <= steps; ++step) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds_cap) break;
+    if (step > 1 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds_cap)
+      break;
     GRIST_TRY(data->next_batch(b));
     GRIST_TRY(data->redraw(b));
     for (const auto& [name, t] : b) GRIST_TRY(ex->set_input(name, t));
@@ -626,6 +634,11 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
     r.steps = step;
   }
   for (ValueId id : params) r.weights[g.value(id).name] = ex->value(id);
+  if (r.failure.empty() && r.steps == 0) {
+    r.result.state = CheckState::NotRun;
+    r.result.detail = "no training step was asked for";
+    return r;
+  }
   const bool ok = r.failure.empty();
   r.result.state = ok ? CheckState::Passed : CheckState::Failed;
   r.result.detail = ok ? fmt::format("{} steps of its own training ({} on batches of {}) stayed finite", r.steps,

@@ -79,7 +79,9 @@ nlohmann::json precondition_json(const Precondition& p) {
 }
 
 std::string status_of(const HazardFix& h) {
-  if (h.repaired_with) return fmt::format("FIXED with #{}", h.repaired_with);
+  if (h.repaired_with)
+    return h.fixed() ? fmt::format("FIXED with #{}", h.repaired_with)
+                     : fmt::format("REMOVED by #{}, whose repair failed a check", h.repaired_with);
   if (!h.repaired) return "NOT FIXED";
   return h.fixed() ? "FIXED" : "REPAIRED, A CHECK FAILED";
 }

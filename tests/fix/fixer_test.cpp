@@ -244,7 +244,40 @@ TEST(Fix, TheWitnessThatBrokeTheOriginalRunsFiniteOnTheRepairedModel) {
   EXPECT_TRUE(checked);
   EXPECT_NE(r->witness_on_original.find("Log"), std::string::npos) << r->witness_on_original;
   EXPECT_EQ(r->witness_on_fixed, "finite");
+
+  // The same witness with its inputs set to 0 (x·W + b at the toy's weights is then finite for both logs) breaks
+  // nothing: it shows nothing about the repair, and the check says so instead of passing.
+  WitnessData benign = *w;
+  for (auto& [name, t] : benign.inputs)
+    if (is_float(t.dtype())) t.fill_zero();
+  o.witness = benign;
+  auto b = fix_model(toy.graph, o);
+  ASSERT_TRUE(b.is_ok()) << b.message();
+  EXPECT_EQ(b->witness_on_original, "finite");
+  checked = false;
+  for (const HazardFix& h : b->hazards)
+    if (h.witness.state != CheckState::NotRun) {
+      checked = true;
+      EXPECT_EQ(h.witness.state, CheckState::Failed) << h.witness.detail;
+      EXPECT_FALSE(h.fixed());
+    }
+  EXPECT_TRUE(checked);
   fs::remove_all(dir);
+}
+
+// Check (d) runs at least one step whatever its time cap, and asked for none it is not a pass.
+TEST(Fix, TheTrainingCheckRunsAStepBeforeItsTimeCapAndNoStepIsNoPass) {
+  Loaded toy = load_toy();
+  auto data = Dataset::create(toy.manifest, toy.graph, toy.manifest.batch_size, 1);
+  ASSERT_TRUE(data.is_ok()) << data.message();
+  auto capped = run_training(toy.graph, toy.manifest, *data, toy.manifest.batch_size, 5, 1, 0.0);
+  ASSERT_TRUE(capped.is_ok()) << capped.message();
+  EXPECT_EQ(capped->steps, 1);
+  EXPECT_EQ(capped->result.state, CheckState::Passed) << capped->result.detail;
+  auto none = run_training(toy.graph, toy.manifest, *data, toy.manifest.batch_size, 0, 1, 1.0);
+  ASSERT_TRUE(none.is_ok()) << none.message();
+  EXPECT_EQ(none->steps, 0);
+  EXPECT_EQ(none->result.state, CheckState::NotRun) << none->result.detail;
 }
 
 TEST(Fix, SarifCarriesAFixOnEachRepairedResult) {
