@@ -240,9 +240,9 @@ Result<AppliedRepair> apply_repair(Graph& g, const RepairMatch& m, double c) {
   out.prefix = g.nodes[static_cast<size_t>(m.hazard_node)].name + "/grist_fix";
   out.constant = takes_constant(m.kind) ? c : 0;
   GraphEditor e(g, out.prefix);
-  const DType dt = float_type_of(g, m.source);
   const int opset = g.opsets.count("") ? static_cast<int>(g.opsets.at("")) : 0;
   const ValueId x = apply_chain(e, m.pre_chain, m.source);
+  const DType dt = float_type_of(g, x);  // the new nodes read x: a float Cast in the chain decides their type
   auto reduce_attrs = [&](const std::vector<int64_t>& axes, bool keepdims) {
     std::vector<std::pair<std::string, Attribute>> attrs{{"keepdims", int_attr(keepdims ? 1 : 0)}};
     if (!axes.empty()) attrs.emplace_back("axes", ints_attr(axes));
