@@ -8,6 +8,7 @@
 
 #include "engine/executor.h"
 #include "support/graph_builder.h"
+#include "support/test_models.h"
 #include "support/op_test_util.h"
 
 using namespace grist;
@@ -202,21 +203,9 @@ TEST(Executor, SteadyStateIterationsAllocateNothing) {
 
 // y = sqrt(exp(clip(x, -100, 87))) under flush-to-zero: for x in (-100, -87.3) exp flushes to 0 and sqrt′(0) = ∞,
 // then ∞·0 = NaN through Exp's backward. Clip passes that NaN on inside its range and masks it outside.
-Graph clip_exp_sqrt_graph() {
-  return GraphBuilder()
-      .input("x", DType::Float32, {2})
-      .constant("lo", Tensor::from<float>({}, {-100.0f}))
-      .constant("hi", Tensor::from<float>({}, {87.0f}))
-      .node("Clip", {"x", "lo", "hi"}, {"c"})
-      .node("Exp", {"c"}, {"e"})
-      .node("Sqrt", {"e"}, {"s"})
-      .node("ReduceSum", {"s"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
-      .output("loss")
-      .build();
-}
 
 TEST(Executor, ANonFiniteGradientThatAClipMasksIsNotABackwardFailure) {
-  Graph g = clip_exp_sqrt_graph();
+  Graph g = grist::testing::clip_exp_sqrt_graph({2});
   ExecutorOptions o;
   o.flush_denormals = true;
   Executor ex = make_executor(g, o);
@@ -235,7 +224,7 @@ TEST(Executor, ANonFiniteGradientThatAClipMasksIsNotABackwardFailure) {
 }
 
 TEST(Executor, ANonFiniteGradientInsideTheClipRangeReachesTheInput) {
-  Graph g = clip_exp_sqrt_graph();
+  Graph g = grist::testing::clip_exp_sqrt_graph({2});
   ExecutorOptions o;
   o.flush_denormals = true;
   Executor ex = make_executor(g, o);

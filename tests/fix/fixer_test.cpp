@@ -51,6 +51,17 @@ Loaded load_toy() {
   return {std::move(m).value(), std::move(g).value()};
 }
 
+// grist fix on a bare model (no manifest), its input x assumed in [−100, 100], no preconditions.
+Result<FixResult> fix_bare(const Graph& g) {
+  Manifest m;
+  default_inputs(g, m);
+  FixOptions o = quick(m);
+  o.has_manifest = false;
+  o.assumed["x"] = {-100, 100};
+  o.preconditions = false;
+  return fix_model(g, o);
+}
+
 // Check (c) between two models on seeded default data (float inputs uniform in [0, 1)), 4 rows a batch.
 Result<DataComparison> compare_on_default_data(const Graph& a, const Graph& b) {
   Manifest m;
@@ -103,13 +114,7 @@ TEST(Fix, AHazardNoRepairIsProvedForIsReportedNotFixed) {
   Graph g = b.build();
   g.value(g.find_value("y")).dtype = DType::Float32;
   g.value(g.find_value("y")).shape = std::vector<Dim>{Dim{1, {}}, Dim{4, {}}};
-  Manifest m;
-  default_inputs(g, m);
-  FixOptions o = quick(m);
-  o.has_manifest = false;
-  o.assumed["x"] = {-100, 100};
-  o.preconditions = false;
-  auto r = fix_model(g, o);
+  auto r = fix_bare(g);
   ASSERT_TRUE(r.is_ok()) << r.message();
   ASSERT_EQ(r->hazards.size(), 1u);
   const HazardFix& h = r->hazards[0];
@@ -195,13 +200,7 @@ TEST(Fix, AnExpClampThatWouldOverflowTheSumAfterItTakesALowerLimit) {
   Graph g = b.build();
   g.value(g.find_value("s")).dtype = DType::Float32;
   g.value(g.find_value("s")).shape = std::vector<Dim>{Dim{1, {}}, Dim{1, {}}};
-  Manifest m;
-  default_inputs(g, m);
-  FixOptions o = quick(m);
-  o.has_manifest = false;
-  o.assumed["x"] = {-100, 100};
-  o.preconditions = false;
-  auto r = fix_model(g, o);
+  auto r = fix_bare(g);
   ASSERT_TRUE(r.is_ok()) << r.message();
   ASSERT_EQ(r->hazards.size(), 1u);
   const HazardFix& h = r->hazards[0];

@@ -101,18 +101,6 @@ TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
 // the gradient the user takes is finite, as PyTorch's is. Inside (−100, −87.3) the ∞ reaches the input.
 namespace {
 
-Graph clip_exp_sqrt() {
-  return GraphBuilder()
-      .input("x", DType::Float32, {-1, 2})
-      .constant("lo", Tensor::from<float>({}, {-100.0f}))
-      .constant("hi", Tensor::from<float>({}, {87.0f}))
-      .node("Clip", {"x", "lo", "hi"}, {"c"})
-      .node("Exp", {"c"}, {"e"})
-      .node("Sqrt", {"e"}, {"s"})
-      .node("ReduceSum", {"s"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
-      .output("loss")
-      .build();
-}
 
 Manifest clip_exp_sqrt_manifest(double x0) {
   Manifest m;
@@ -134,7 +122,7 @@ Manifest clip_exp_sqrt_manifest(double x0) {
 }  // namespace
 
 TEST(MaskedGradients, ASqrtGradientThatClipMasksIsReportedAsMaskedNotAsATrigger) {
-  Graph g = clip_exp_sqrt();
+  Graph g = grist::testing::clip_exp_sqrt_graph({-1, 2});
   HazardOutcome o = hunt_first(g, clip_exp_sqrt_manifest(-120.0));
   EXPECT_FALSE(o.triggered) << o.event.describe();
   EXPECT_EQ(o.iterations, 50);
@@ -146,7 +134,7 @@ TEST(MaskedGradients, ASqrtGradientThatClipMasksIsReportedAsMaskedNotAsATrigger)
 }
 
 TEST(MaskedGradients, TheSameSqrtGradientInsideTheClipRangeIsATrigger) {
-  Graph g = clip_exp_sqrt();
+  Graph g = grist::testing::clip_exp_sqrt_graph({-1, 2});
   HazardOutcome o = hunt_first(g, clip_exp_sqrt_manifest(-95.0));
   ASSERT_TRUE(o.triggered);
   EXPECT_EQ(o.iterations, 1);
