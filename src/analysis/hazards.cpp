@@ -1,8 +1,5 @@
 #include "analysis/hazards.h"
 
-#include <cmath>
-#include <limits>
-
 #include <fmt/format.h>
 
 #include "fix/patterns.h"
@@ -94,84 +91,6 @@ std::vector<HazardSite> find_hazards(const Graph& g) {
     }
   }
   return sites;
-}
-
-namespace {
-
-template <class T>
-ObjectiveValue evaluate_typed(Objective kind, const Tensor& v, Tensor& seed) {
-  const T* p = v.data<T>();
-  const int64_t n = v.numel();
-  seed.resize_zero(v.dtype(), v.shape());
-  T* s = seed.data<T>();
-  ObjectiveValue r;
-  auto extremum = [&](auto key, bool want_max) {
-    double best = want_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
-    int64_t at = -1;
-    for (int64_t i = 0; i < n; ++i) {
-      double k = key(static_cast<double>(p[i]));
-      if (std::isnan(k)) continue;
-      if (at < 0 || (want_max ? k > best : k < best)) {
-        best = k;
-        at = i;
-      }
-    }
-    return std::pair{best, at};
-  };
-  auto sign = [](double x) { return static_cast<T>(x > 0 ? 1 : (x < 0 ? -1 : 0)); };
-  switch (kind) {
-    case Objective::MinAbs: {
-      auto [best, at] = extremum([](double x) { return std::fabs(x); }, false);
-      r = {best, at};
-      if (at >= 0) s[at] = sign(static_cast<double>(p[at]));
-      break;
-    }
-    case Objective::MinAbsOneMinus: {
-      auto [best, at] = extremum([](double x) { return std::fabs(1.0 - x); }, false);
-      r = {best, at};
-      if (at >= 0) s[at] = -sign(1.0 - static_cast<double>(p[at]));
-      break;
-    }
-    case Objective::NegMax: {
-      auto [best, at] = extremum([](double x) { return x; }, true);
-      r = {-best, at};
-      if (at >= 0) s[at] = T(-1);
-      break;
-    }
-    case Objective::Max: {
-      auto [best, at] = extremum([](double x) { return x; }, true);
-      r = {best, at};
-      if (at >= 0) s[at] = T(1);
-      break;
-    }
-    case Objective::Min: {
-      auto [best, at] = extremum([](double x) { return x; }, false);
-      r = {best, at};
-      if (at >= 0) s[at] = T(1);
-      break;
-    }
-    case Objective::NegSpread: {
-      auto [hi, at_hi] = extremum([](double x) { return x; }, true);
-      auto [lo, at_lo] = extremum([](double x) { return x; }, false);
-      r = {-(hi - lo), at_hi};
-      if (at_hi >= 0 && at_lo >= 0 && at_hi != at_lo) {
-        s[at_hi] = T(-1);
-        s[at_lo] = T(1);
-      }
-      break;
-    }
-    case Objective::None:
-      break;
-  }
-  return r;
-}
-
-}  // namespace
-
-ObjectiveValue evaluate_objective(Objective kind, const Tensor& v, Tensor& seed) {
-  ObjectiveValue r;
-  dispatch_float(v.dtype(), [&](auto tag) { r = evaluate_typed<decltype(tag)>(kind, v, seed); });
-  return r;
 }
 
 }  // namespace grist

@@ -30,13 +30,4 @@ struct HazardSite {
 
 std::vector<HazardSite> find_hazards(const Graph& g);
 
-struct ObjectiveValue {
-  double value = 0;
-  int64_t index = -1;  // the element holding the extremum, -1 when v has no finite element
-};
-
-// Evaluates the objective on `v` and writes its gradient dO/dv (one-hot at the extremum, sign included)
-// into `seed`, shaped like v. Only float tensors.
-ObjectiveValue evaluate_objective(Objective kind, const Tensor& v, Tensor& seed);
-
 }  // namespace grist

@@ -15,12 +15,7 @@ namespace {
 // RANUM's defaults (PEERS.md).
 constexpr Interval kDefaultInput{-50, 50};
 constexpr Interval kDefaultInteger{0, 20};
-constexpr Interval kDefaultDropoutRatio{0.1, 0.9};
-
-bool is_random_op(std::string_view t) {
-  return t == "Dropout" || t == "RandomNormal" || t == "RandomUniform" || t == "RandomNormalLike" ||
-         t == "RandomUniformLike" || t == "Bernoulli" || t == "Multinomial";
-}
+constexpr Interval kDefaultProbability{0.1, 0.9};  // a dropout ratio
 
 Interval tensor_hull(const Tensor& t) {
   Interval h{kInf, -kInf};
@@ -80,10 +75,14 @@ Shape declared_shape(const Value& v, int64_t batch, bool& known) {
   return s;
 }
 
-bool feeds_dropout_ratio(const Graph& g, ValueId id) {
+// Whether the value feeds an input its op takes as a probability (OpDef::probability_inputs).
+bool feeds_probability(const Graph& g, ValueId id) {
+  const OpRegistry& reg = OpRegistry::global();
   for (int32_t n : g.value(id).consumers) {
     const Node& node = g.nodes[static_cast<size_t>(n)];
-    if (node.op_type == "Dropout" && node.inputs.size() > 1 && node.inputs[1] == id) return true;
+    const OpDef* def = reg.find(node.op_type, node.domain);
+    for (size_t i = 0; def && i < node.inputs.size() && i < 32; ++i)
+      if (node.inputs[i] == id && ((def->probability_inputs >> i) & 1u)) return true;
   }
   return false;
 }
@@ -151,7 +150,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     Interval range = is_float(v.dtype) ? kDefaultInput : kDefaultInteger;
     std::string kind = "input", why = is_float(v.dtype) ? "RANUM default for inputs" : "RANUM default for integers";
     if (v.dtype == DType::Bool) range = {0, 1}, why = "bool";
-    if (feeds_dropout_ratio(g, id)) range = kDefaultDropoutRatio, kind = "dropout ratio", why = "RANUM default";
+    if (feeds_probability(g, id)) range = kDefaultProbability, kind = "dropout ratio", why = "RANUM default";
     if (o.manifest) {
       if (auto it = o.manifest->inputs.find(v.name); it != o.manifest->inputs.end()) {
         auto r = manifest_range(it->second);
@@ -230,7 +229,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
   for (const Node& node : g.nodes) {
     const OpDef* def = reg.find(node.op_type, node.domain);
     std::vector<const IntervalTensor*> in(node.inputs.size(), nullptr);
-    bool all_exact = def && def->forward && !is_random_op(node.op_type);
+    bool all_exact = def && def->forward && !def->has(kDrawsRandom);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i] == kNoValue) continue;
       in[i] = &a.values[static_cast<size_t>(node.inputs[i])];

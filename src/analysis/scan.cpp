@@ -1,7 +1,5 @@
 #include "analysis/scan.h"
 
-#include <cfloat>
-#include <cmath>
 #include <chrono>
 
 #include <algorithm>
@@ -44,61 +42,20 @@ int ScanReport::count(Verdict v, Scope s) const {
 
 namespace {
 
-// The danger zones of DEBAR and RANUM (PEERS.md), which grist shares: an operand this close to the pole
-// fails in the forward pass or in its derivative (sqrt′(0) = ∞, log′(v) = 1/v, a quotient by a denormal),
-// and exp this close to its limit overflows as soon as a few such terms are summed.
-constexpr double kTiny = 1e-37;
-constexpr double kExpDanger = 87.5;  // ≈ ln(1e38); expf overflows above 88.72
-
-bool all_whole(const IntervalTensor& t) {
-  if (!t.exact) return t.hull().lo == t.hull().hi && std::floor(t.hull().lo) == t.hull().lo;
-  for (int64_t i = 0; i < t.exact->numel(); ++i) {
-    double v = t.exact->get_as_double(i);
-    if (v != std::floor(v)) return false;
-  }
-  return true;
-}
-
-// Whether the operand's interval meets the failure's danger zone (the float32-exact conditions).
+// Whether the operand's interval meets its failure kind's danger zone (ops/hazard.cpp).
 bool meets_danger(const HazardSite& s, const Node& node, const std::vector<IntervalTensor>& values,
                   std::string& danger) {
-  const IntervalTensor& v = values[static_cast<size_t>(s.operand_value)];
-  const Interval h = v.hull();
-  const bool nan = v.may_be_nan;
-  switch (s.failure) {
-    case Failure::LogOfNonPositive: danger = "≤ 1e-37"; return nan || h.lo <= kTiny;
-    case Failure::DivisionByZero: danger = "[-1e-37, 1e-37]"; return nan || (h.lo <= kTiny && h.hi >= -kTiny);
-    case Failure::SqrtOfNegative:
-      danger = "≤ 1e-37 (< 0, or an infinite derivative at 0)";
-      return nan || h.lo <= kTiny;
-    case Failure::ExpOverflow: danger = "≥ 87.5"; return nan || h.hi >= kExpDanger;
-    case Failure::PowZeroToNegative: {
-      danger = "∋ 0 with exponent < 0";
-      const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;
-      return nan || (h.contains(0) && (!e || e->may_be_nan || e->hull().lo < 0));
-    }
-    case Failure::PowNegativeToFraction: {
-      danger = "< 0 with a fractional exponent";
-      const IntervalTensor* e = node.has_input(1) ? &values[static_cast<size_t>(node.inputs[1])] : nullptr;
-      return nan || (h.lo < 0 && (!e || e->may_be_nan || !all_whole(*e)));
-    }
-    case Failure::PowOverflow: {
-      danger = "a power beyond FLT_MAX";
-      const ValueId out = node.outputs.empty() ? kNoValue : node.outputs[0];
-      if (nan || out == kNoValue) return true;
-      const IntervalTensor& y = values[static_cast<size_t>(out)];
-      const Interval yh = y.hull();
-      return y.may_be_nan || !(std::fabs(yh.lo) <= FLT_MAX && std::fabs(yh.hi) <= FLT_MAX);
-    }
-    case Failure::LogSoftmaxSpread: danger = "spread > FLT_MAX"; return nan || !(h.hi - h.lo < FLT_MAX);
-    case Failure::LossZeroDenominator: {
-      danger = "total weight = 0";
-      const ValueId out = node.outputs.empty() ? kNoValue : node.outputs[0];
-      return nan || out == kNoValue || values[static_cast<size_t>(out)].may_be_nan;
-    }
-    case Failure::RangeZeroDelta: danger = "∋ 0"; return nan || h.contains(0);
-  }
-  return true;
+  const FailureKind& kind = failure_kind(s.failure);
+  danger = kind.danger;
+  auto intervals = [&](const std::vector<ValueId>& ids) {
+    std::vector<const IntervalTensor*> v(ids.size(), nullptr);
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] != kNoValue) v[i] = &values[static_cast<size_t>(ids[i])];
+    return v;
+  };
+  const std::vector<const IntervalTensor*> in = intervals(node.inputs), out = intervals(node.outputs);
+  const IntervalTensor& operand = values[static_cast<size_t>(s.operand_value)];
+  return operand.may_be_nan || kind.meets_danger(DangerContext{node, operand, in, out});
 }
 
 bool inputs_bounded(const Node& node, const std::vector<IntervalTensor>& values) {

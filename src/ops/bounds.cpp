@@ -9,223 +9,12 @@
 
 namespace grist {
 
-// A positive result below FLT_MIN may be flushed to zero (FTZ, as TensorFlow runs): zero is its bound.
-// Rounding to nearest never changes a sign and 0 is a float: a bound of exactly 0 stays 0, so a
-// non-negative quantity (a product of non-negatives, exp's lower bound) is not made to look negative.
-double round_down_f32(double v) {
-  if (std::isnan(v)) return -kInf;
-  if (v == -kInf) return -kInf;
-  if (v >= 0 && v < FLT_MIN) return 0.0;
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) > v) f = std::nextafterf(f, -INFINITY);
-  f = std::nextafterf(f, -INFINITY);  // the one-ulp margin of the rule
-  return static_cast<double>(f);
-}
-
-double round_up_f32(double v) {
-  if (std::isnan(v)) return kInf;
-  if (v == kInf) return kInf;
-  if (v <= 0 && v > -FLT_MIN) return 0.0;
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) < v) f = std::nextafterf(f, INFINITY);
-  f = std::nextafterf(f, INFINITY);
-  return static_cast<double>(f);
-}
-
-double sum_error_f32(int64_t n, double magnitude) {
-  return gamma_f32(n) * magnitude + 2 * static_cast<double>(std::max<int64_t>(n, 1)) * FLT_MIN;
-}
-
-double gamma_f32(int64_t n) {
-  const double nu = static_cast<double>(std::max<int64_t>(n, 1)) * 0x1.0p-24;
-  return nu >= 1 ? kInf : nu / (1 - nu);
-}
-
-Interval IntervalTensor::hull() const {
-  Interval h{kInf, -kInf};
-  for (double v : lo) h.lo = std::min(h.lo, v);
-  for (double v : hi) h.hi = std::max(h.hi, v);
-  return h;
-}
-
-bool IntervalTensor::bounded() const {
-  if (may_be_nan) return false;
-  Interval h = hull();
-  return lo.empty() || h.finite();
-}
-
-IntervalTensor IntervalTensor::unknown(DType dtype) {
-  IntervalTensor t;
-  t.dtype = dtype;
-  t.lo = {-kInf};
-  t.hi = {kInf};
-  t.may_be_nan = is_float(dtype) || dtype == DType::Undefined;
-  return t;
-}
-
-IntervalTensor IntervalTensor::unbounded(DType dtype, const Shape& shape) {
-  IntervalTensor t = unknown(dtype);
-  t.shape = shape;
-  t.shape_known = true;
-  return t;
-}
-
-IntervalTensor IntervalTensor::filled(DType dtype, const Shape& shape, Interval range) {
-  IntervalTensor t;
-  t.dtype = dtype;
-  t.shape = shape;
-  t.shape_known = true;
-  t.lo = {range.lo};
-  t.hi = {range.hi};
-  return t;
-}
-
-IntervalTensor IntervalTensor::of_exact(Tensor value) {
-  IntervalTensor t;
-  t.dtype = value.dtype();
-  t.shape = value.shape();
-  t.shape_known = true;
-  const int64_t n = value.numel();
-  if (n <= kElementwiseLimit) {
-    t.lo.resize(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      double v = value.get_as_double(i);
-      if (std::isnan(v)) {
-        t.may_be_nan = true;
-        t.lo[static_cast<size_t>(i)] = kInf;  // a NaN element has no value bounds; [inf, -inf] is empty
-      } else {
-        t.lo[static_cast<size_t>(i)] = v;
-      }
-    }
-    t.hi = t.lo;
-    for (int64_t i = 0; i < n; ++i)
-      if (std::isnan(value.get_as_double(i))) t.hi[static_cast<size_t>(i)] = -kInf;
-  } else {
-    Interval h{kInf, -kInf};
-    for (int64_t i = 0; i < n; ++i) {
-      double v = value.get_as_double(i);
-      if (std::isnan(v)) {
-        t.may_be_nan = true;
-        continue;
-      }
-      h.lo = std::min(h.lo, v);
-      h.hi = std::max(h.hi, v);
-    }
-    t.lo = {h.lo};
-    t.hi = {h.hi};
-  }
-  t.exact = std::make_shared<const Tensor>(std::move(value));
-  return t;
-}
-
-size_t IntervalTensor::block_of(int64_t i) const {
-  size_t block = 0, stride = 1;
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    const int64_t n = shape[d], index = i % n;
-    i /= n;
-    if (blocks[d] != 1) {
-      block += static_cast<size_t>(index) * stride;
-      stride *= static_cast<size_t>(blocks[d]);
-    }
-  }
-  return block;
-}
-
-Shape IntervalTensor::grid() const {
-  if (lo.size() == 1) {
-    Shape ones;
-    for (int d = 0; d < shape.rank(); ++d) ones.push_back(1);
-    return ones;
-  }
-  return blocks.rank() > 0 ? blocks : shape;
-}
-
-void IntervalTensor::set_grid(const Shape& g) {
-  Shape aligned;
-  for (int d = g.rank(); d < shape.rank(); ++d) aligned.push_back(1);
-  for (int64_t v : g) aligned.push_back(v);
-  blocks = aligned.numel() <= 1 || aligned == shape || shape.numel() == 0 ? Shape{} : aligned;
-}
-
-IntervalTensor IntervalTensor::without_blocks() const {
-  IntervalTensor t = *this;
-  t.blocks = Shape{};
-  if (!blocked()) return t;
-  const int64_t n = numel();
-  if (n > kExpandLimit) {
-    const Interval h = hull();
-    t.lo = {h.lo};
-    t.hi = {h.hi};
-    return t;
-  }
-  t.lo.resize(static_cast<size_t>(n));
-  t.hi.resize(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t k = slot(i);
-    t.lo[static_cast<size_t>(i)] = lo[k];
-    t.hi[static_cast<size_t>(i)] = hi[k];
-  }
-  return t;
-}
-
-void IntervalTensor::partition_if_large() {
-  const int64_t n = numel();
-  if (lo.size() <= 1 || blocks.rank() > 0 || n <= kElementwiseLimit) return;
-  const int rank = shape.rank();
-  std::array<int64_t, Shape::kMaxRank> stride{}, index{};
-  int64_t s = 1;
-  for (int d = rank - 1; d >= 0; --d) {
-    stride[d] = s;
-    s *= shape[d];
-  }
-  // The dimensions along which some element's bounds differ from its predecessor's: smashing any other
-  // loses nothing.
-  std::array<bool, Shape::kMaxRank> varies{};
-  for (int64_t i = 0; i < n; ++i) {
-    for (int d = 0; d < rank; ++d) {
-      if (varies[d] || index[d] == 0) continue;
-      const size_t j = static_cast<size_t>(i - stride[d]);
-      if (lo[static_cast<size_t>(i)] != lo[j] || hi[static_cast<size_t>(i)] != hi[j]) varies[d] = true;
-    }
-    for (int d = rank - 1; d >= 0 && ++index[d] == shape[d]; --d) index[d] = 0;
-  }
-  Shape g;
-  for (int d = 0; d < rank; ++d) g.push_back(varies[d] ? shape[d] : 1);
-  while (g.numel() > kElementwiseLimit) {  // drop the largest kept dimension (the earliest of equals)
-    int widest = 0;
-    for (int d = 1; d < rank; ++d)
-      if (g[d] > g[widest]) widest = d;
-    g[widest] = 1;
-  }
-  std::vector<double> block_lo(static_cast<size_t>(g.numel()), kInf), block_hi(block_lo.size(), -kInf);
-  blocks = g;
-  for (int64_t i = 0; i < n; ++i) {
-    const size_t k = block_of(i);
-    block_lo[k] = std::min(block_lo[k], lo[static_cast<size_t>(i)]);
-    block_hi[k] = std::max(block_hi[k], hi[static_cast<size_t>(i)]);
-  }
-  lo = std::move(block_lo);
-  hi = std::move(block_hi);
-  if (lo.size() == 1) blocks = Shape{};
-}
-
 const IntervalTensor* BoundsContext::input(size_t i) const {
   const IntervalTensor* t = partitioned(i);
   if (!t || !t->blocked()) return t;
   if (unblocked_.empty()) unblocked_.resize(inputs.size());
   if (!unblocked_[i]) unblocked_[i] = std::make_unique<IntervalTensor>(t->without_blocks());
   return unblocked_[i].get();
-}
-
-void IntervalTensor::snap_to_dtype() {
-  if (dtype == DType::Bool) {
-    for (auto& v : lo) v = std::max(v, 0.0);
-    for (auto& v : hi) v = std::min(v, 1.0);
-  }
-  if (!is_integer(dtype) && dtype != DType::Bool) return;
-  for (auto& v : lo) v = std::ceil(v);
-  for (auto& v : hi) v = std::floor(v);
-  may_be_nan = false;
 }
 
 // ---- concrete kernel runs ---------------------------------------------------------------------------
@@ -334,19 +123,6 @@ void sum_widen(IntervalTensor& out, size_t i, double err, double partial) {
 // two full-size tensors only to smash the result again; instead the value comes from 1-element kernel runs
 // (point-wise ops) or is the input's hull (selections), and the shape from the op's shape rule.
 
-bool is_pointwise(std::string_view t) {
-  static constexpr std::string_view kOps[] = {"Relu", "Sign", "Floor", "Ceil", "Round", "Identity", "Exp", "Log",
-                                              "Sigmoid", "Tanh", "Softplus", "Softsign", "Erf", "Neg", "Clip",
-                                              "Max", "Min", "Cast", "LeakyRelu"};
-  return std::find(std::begin(kOps), std::end(kOps), t) != std::end(kOps);
-}
-
-std::vector<int64_t> exact_ints(const IntervalTensor* t) {
-  std::vector<int64_t> v;
-  if (t && t->exact)
-    for (int64_t i = 0; i < t->exact->numel(); ++i) v.push_back(static_cast<int64_t>(t->exact->get_as_double(i)));
-  return v;
-}
 
 }  // namespace
 
@@ -366,204 +142,24 @@ std::vector<Interval> hulls_along(const IntervalTensor& x, int dim) {
   return h;
 }
 
-bool pooled_shape(const Node& n, const Shape& x, bool global, Shape& out) {
-  const int rank = x.rank();
-  if (rank < 3) return false;
-  out = Shape{x[0], x[1]};
-  if (global) {
-    for (int d = 2; d < rank; ++d) out.push_back(1);
-    return true;
-  }
-  const int sp = rank - 2;
-  const auto k = n.attr_ints("kernel_shape");
-  const auto st = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
-  const auto dl = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
-  const auto pd = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-  const std::string ap = n.attr_string("auto_pad", "NOTSET");
-  if (static_cast<int>(k.size()) != sp || static_cast<int>(st.size()) != sp || static_cast<int>(dl.size()) != sp ||
-      static_cast<int>(pd.size()) != 2 * sp || (ap != "NOTSET" && ap != "VALID"))
-    return false;
-  const bool ceil_mode = n.attr_int("ceil_mode", 0) != 0;
-  for (int d = 0; d < sp; ++d) {
-    const int64_t pads = ap == "VALID" ? 0 : pd[d] + pd[sp + d];
-    const int64_t span = x[2 + d] + pads - ((k[d] - 1) * dl[d] + 1);
-    if (span < 0 || st[d] <= 0) return false;
-    int64_t o = (ceil_mode ? (span + st[d] - 1) / st[d] : span / st[d]) + 1;
-    // A last window starting in the end padding is dropped (ONNX and PyTorch).
-    if (ceil_mode && (o - 1) * st[d] >= x[2 + d] + (ap == "VALID" ? 0 : pd[d])) --o;
-    // A window that misses the input entirely (dilations over padding) gives −inf or 0/0: no rule here.
-    const int64_t begin = ap == "VALID" ? 0 : pd[d];
-    for (int64_t i = 0; i < o; ++i) {
-      bool hits = false;
-      for (int64_t j = 0; j < k[d] && !hits; ++j) {
-        const int64_t at = i * st[d] - begin + j * dl[d];
-        hits = at >= 0 && at < x[2 + d];
-      }
-      if (!hits) return false;
-    }
-    out.push_back(o);
-  }
-  return true;
-}
-
 namespace {
 
-// The output shape of a Reduce* op (axes an attribute, or an input from opset 13 for ReduceSum and 18 for
-// the others); false for an empty reduction or axes known only by range.
-bool reduced_shape(const BoundsContext& c, Shape& out) {
-  const Node& n = c.node;
-  const Shape& x = c.partitioned(0)->shape;
-  const int rank = x.rank();
-  const bool axes_input = n.opset >= (n.op_type == "ReduceSum" ? 13 : 18);
-  std::vector<int64_t> axes = axes_input ? exact_ints(c.partitioned(1)) : n.attr_ints("axes");
-  if (axes_input && c.partitioned(1) && !c.partitioned(1)->exact) return false;
-  if (axes.empty() && n.attr_int("noop_with_empty_axes", 0)) return false;
-  const bool keep = n.attr_int("keepdims", 1) != 0;
-  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
-  for (int64_t a : axes) {
-    a = a < 0 ? a + rank : a;
-    if (a < 0 || a >= rank) return false;
-    reduced[static_cast<size_t>(a)] = true;
-  }
-  out = Shape{};
-  for (int d = 0; d < rank; ++d) {
-    if (reduced[static_cast<size_t>(d)] && x[d] == 0) return false;
-    if (!reduced[static_cast<size_t>(d)]) out.push_back(x[d]);
-    else if (keep) out.push_back(1);
-  }
-  return true;
-}
-
-// The output shape of a selection op from its input shapes and attributes; false where no rule applies here.
-bool selection_shape(const BoundsContext& c, Shape& out) {
-  const Node& n = c.node;
-  const std::string& t = n.op_type;
-  const Shape& x = c.partitioned(0)->shape;
-  const int rank = x.rank();
-  auto axis_of = [&](int64_t a, int r) { return a < 0 ? a + r : a; };
-  if (t == "MaxPool" || t == "GlobalMaxPool") {
-    if (c.outputs.size() > 1 || n.attr_int("storage_order", 0)) return false;
-    return pooled_shape(n, x, t == "GlobalMaxPool", out);
-  }
-  if (t == "ReduceMax" || t == "ReduceMin") return reduced_shape(c, out);
-  if (t == "Transpose") {
-    std::vector<int64_t> perm = n.attr_ints("perm");
-    if (perm.empty())
-      for (int d = rank - 1; d >= 0; --d) perm.push_back(d);
-    if (static_cast<int>(perm.size()) != rank) return false;
-    out = Shape{};
-    for (int64_t p : perm) {
-      if (p < 0 || p >= rank) return false;
-      out.push_back(x[static_cast<int>(p)]);
-    }
-    return true;
-  }
-  if (t == "Flatten") {
-    const int64_t a = axis_of(n.attr_int("axis", 1), rank);
-    if (a < 0 || a > rank) return false;
-    out = Shape{x.numel(0, static_cast<int>(a)), x.numel(static_cast<int>(a), rank)};
-    return true;
-  }
-  if (t == "Reshape") {
-    const IntervalTensor* s = c.partitioned(1);
-    if (!s || !s->exact || n.attr_int("allowzero", 0)) return false;
-    const std::vector<int64_t> target = exact_ints(s);
-    out = Shape{};
-    int64_t known = 1;
-    int infer = -1;
-    for (size_t i = 0; i < target.size(); ++i) {
-      int64_t v = target[i];
-      if (v == 0) {
-        if (static_cast<int>(i) >= rank) return false;
-        v = x[static_cast<int>(i)];
-      }
-      if (v == -1) {
-        if (infer >= 0) return false;
-        infer = static_cast<int>(i);
-        out.push_back(1);
-        continue;
-      }
-      if (v < 0) return false;
-      known *= v;
-      out.push_back(v);
-    }
-    if (infer >= 0) {
-      if (known == 0 || x.numel() % known) return false;
-      out[infer] = x.numel() / known;
-    }
-    return out.numel() == x.numel();
-  }
-  if (t == "Squeeze" || t == "Unsqueeze") {
-    std::vector<int64_t> axes = n.opset >= 13 ? exact_ints(c.partitioned(1)) : n.attr_ints("axes");
-    if (n.opset >= 13 && c.partitioned(1) && !c.partitioned(1)->exact) return false;
-    const int out_rank = t == "Squeeze" ? rank : rank + static_cast<int>(axes.size());
-    std::vector<bool> marked(static_cast<size_t>(out_rank), false);
-    for (int64_t a : axes) {
-      a = axis_of(a, t == "Squeeze" ? rank : out_rank);
-      if (a < 0 || a >= out_rank || marked[static_cast<size_t>(a)]) return false;
-      marked[static_cast<size_t>(a)] = true;
-    }
-    out = Shape{};
-    if (t == "Squeeze") {
-      for (int d = 0; d < rank; ++d) {
-        const bool drop = axes.empty() ? x[d] == 1 : marked[static_cast<size_t>(d)];
-        if (drop && x[d] != 1) return false;
-        if (!drop) out.push_back(x[d]);
-      }
-    } else {
-      int src = 0;
-      for (int d = 0; d < out_rank; ++d) out.push_back(marked[static_cast<size_t>(d)] ? 1 : x[src++]);
-    }
-    return true;
-  }
-  if (t == "Concat") {
-    const int64_t a = axis_of(n.attr_int("axis", 0), rank);
-    if (a < 0 || a >= rank) return false;
-    out = x;
-    int64_t total = 0;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      const IntervalTensor* in = c.partitioned(i);
-      if (!in || in->shape.rank() != rank) return false;
-      for (int d = 0; d < rank; ++d)
-        if (d != a && in->shape[d] != x[d]) return false;
-      total += in->shape[static_cast<int>(a)];
-    }
-    out[static_cast<int>(a)] = total;
-    return true;
-  }
-  return false;
-}
-
-// The output shapes of a selection whose indices are exact (Slice, Expand, Tile, Pad, Split), found by running its
-// kernel on one-byte placeholders of the data inputs: the shape without materialising two float64 tensors
-// of a large input's size (a U-Net's crops). The constant a Pad inserts joins `hull`.
-bool probe_selection_shape(const BoundsContext& c, uint32_t mask, std::vector<Shape>& out, Interval& hull) {
-  const std::string& t = c.node.op_type;
-  if (t != "Slice" && t != "Expand" && t != "Tile" && t != "Pad" && t != "Split") return false;
-  std::vector<Tensor> store(c.inputs.size());
-  std::vector<const Tensor*> in(c.inputs.size(), nullptr);
+// The output shapes from the op's shape rule (OpDef::shape): the inputs' shapes and the exact inputs' values.
+// Callers make sure every input the rule reads a value of is exact. False where the op has no rule or the
+// rule refuses.
+bool rule_shapes(const BoundsContext& c, std::vector<Shape>& out) {
+  if (!c.def.shape) return false;
+  std::vector<const Shape*> shapes(c.inputs.size(), nullptr);
+  std::vector<const Tensor*> values(c.inputs.size(), nullptr);
   for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const IntervalTensor* x = c.input(i);
-    if (!x) continue;
-    const bool pad_value = t == "Pad" && i == 2;
-    if (is_data_input(mask, i) || pad_value) {
-      store[i] = Tensor(DType::UInt8, pad_value ? Shape{} : x->shape);
-      in[i] = &store[i];
-    } else {
-      in[i] = x->exact.get();
-    }
+    const IntervalTensor* in = c.partitioned(i);
+    if (!in) continue;
+    if (!in->shape_known) return false;
+    shapes[i] = &in->shape;
+    values[i] = in->exact.get();
   }
-  std::vector<Tensor> result;
-  if (!run_kernel(c.node, c.def, in, result) || result.empty() || !result[0].defined()) return false;
-  out.clear();
-  for (const Tensor& r : result) out.push_back(r.defined() ? r.shape() : Shape{});
-  if (t == "Pad" && c.node.attr_string("mode", "constant") == "constant") {
-    const IntervalTensor* v = c.input(2);
-    const double attr = c.node.attr_float("value", 0.0);  // before opset 11 the constant is an attribute
-    const Interval pad = v ? v->hull() : Interval{attr, attr};
-    hull = {std::min(hull.lo, pad.lo), std::max(hull.hi, pad.hi)};
-  }
-  return true;
+  const ShapeContext sc{c.node, shapes, values};
+  return c.def.shape(sc, out).is_ok() && out.size() == c.node.outputs.size();
 }
 
 // Bounds computed in float64 for a float32 function of libm: rounded outward, then two more ulps, as glibc's
@@ -584,7 +180,7 @@ void widen_for_libm(IntervalTensor& out) {
 // the blocks. Exact operands take part as they are (at most kElementwiseLimit elements). True when it
 // filled the output.
 bool pointwise_on_grid(BoundsContext& c, bool exact, bool increasing, uint32_t mask) {
-  if (!is_pointwise(c.node.op_type) || c.outputs.size() != 1) return false;
+  if (!c.def.has(kElementwise) || c.outputs.size() != 1) return false;
   const size_t n_in = c.inputs.size();
   std::vector<Tensor> lo_store(n_in), hi_store(n_in);
   std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
@@ -675,23 +271,22 @@ bool regrid_rows(const IntervalTensor& x, const Shape& out_shape, IntervalTensor
   return true;
 }
 
-// Selections that move a partitioned tensor's blocks without mixing them: Transpose permutes the grid,
-// Squeeze/Unsqueeze/Reshape/Flatten keep it or rebuild it from one shared row. True when it filled the
-// output.
+// Selections that move a partitioned tensor's blocks without mixing them: an op that permutes dimensions
+// permutes the grid, one that keeps the elements' order keeps the grid or rebuilds it from one shared row.
+// True when it filled the output.
 bool selection_on_grid(BoundsContext& c) {
-  const std::string& t = c.node.op_type;
   const IntervalTensor* x = c.partitioned(0);
-  if (!x || !x->blocked() || c.outputs.size() != 1 ||
-      (t != "Transpose" && t != "Squeeze" && t != "Unsqueeze" && t != "Reshape" && t != "Flatten"))
-    return false;
+  const bool permutes = c.def.has(kPermutesDims);
+  if (!x || !x->blocked() || c.outputs.size() != 1 || !(permutes || c.def.has(kKeepsOrder))) return false;
   for (size_t i = 1; i < c.inputs.size(); ++i)
     if (c.partitioned(i) && !c.partitioned(i)->exact) return false;
-  Shape shape;
-  if (!selection_shape(c, shape)) return false;
+  std::vector<Shape> shapes;
+  if (!rule_shapes(c, shapes)) return false;
+  const Shape& shape = shapes[0];
   IntervalTensor& out = c.outputs[0];
   out = IntervalTensor::filled(x->dtype, shape, {});
   out.may_be_nan = x->may_be_nan;
-  if (t == "Transpose") {
+  if (permutes) {
     // The kernel on the stored blocks permutes them as it permutes the tensor.
     const Tensor lo_t = grid_bound_tensor(*x, false), hi_t = grid_bound_tensor(*x, true);
     std::vector<const Tensor*> lo_in{&lo_t}, hi_in{&hi_t};
@@ -735,9 +330,9 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
       return false;
     }
   }
-  if (!any_data || is_pointwise(c.node.op_type)) return false;
-  std::vector<Shape> shapes(1);
-  if (!selection_shape(c, shapes[0]) && !probe_selection_shape(c, mask, shapes, hull)) return false;
+  if (!any_data || c.def.has(kElementwise)) return false;
+  std::vector<Shape> shapes;
+  if (!rule_shapes(c, shapes)) return false;
   for (size_t k = 0; k < c.outputs.size() && k < shapes.size(); ++k) {
     IntervalTensor& out = c.outputs[k];
     out = IntervalTensor::filled(c.input(0)->dtype, shapes[k], hull);
@@ -746,38 +341,33 @@ bool monotone_fast(BoundsContext& c, bool exact, bool increasing, uint32_t mask)
   return true;
 }
 
-// Gather/GatherElements from a single-interval tensor: every output is one of its elements, whatever the
-// indices, and the shape follows from the indices' shape alone (no gather over a full-size tensor).
-bool gather_from_smashed(BoundsContext& c) {
-  const std::string& t = c.node.op_type;
-  const IntervalTensor* data = c.input(0);
-  const IntervalTensor* idx = c.input(1);
-  if ((t != "Gather" && t != "GatherElements") || !data || !idx || !data->shape_known || !idx->shape_known ||
-      !data->smashed() || c.outputs.size() != 1)
-    return false;
-  const int rank = data->shape.rank();
-  int64_t axis = c.node.attr_int("axis", 0);
-  axis = axis < 0 ? axis + rank : axis;
-  if (axis < 0 || axis >= rank || data->shape[static_cast<int>(axis)] == 0) return false;
-  Shape shape;
-  if (t == "GatherElements") {
-    if (idx->shape.rank() != rank) return false;
-    shape = idx->shape;
-  } else {
-    for (int d = 0; d < axis; ++d) shape.push_back(data->shape[d]);
-    for (int d = 0; d < idx->shape.rank(); ++d) shape.push_back(idx->shape[d]);
-    for (int d = static_cast<int>(axis) + 1; d < rank; ++d) shape.push_back(data->shape[d]);
+// A selection by ranged indices (Gather's indices, Where's condition) from single-interval data: every
+// output is one of the data's elements, whatever the indices, and the shape follows from the op's shape rule
+// on the indices' shape alone (no gather over a full-size tensor).
+bool select_from_single_interval(BoundsContext& c, uint32_t mask) {
+  if (c.outputs.size() != 1) return false;
+  bool any_data = false, nan_in = false;
+  Interval hull{kInf, -kInf};
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const IntervalTensor* in = c.partitioned(i);
+    if (!in || !is_data_input(mask, i)) continue;
+    if (!in->shape_known || !in->smashed() || in->numel() == 0) return false;
+    any_data = true;
+    nan_in |= in->may_be_nan;
+    hull = {std::min(hull.lo, in->lo[0]), std::max(hull.hi, in->hi[0])};
   }
+  std::vector<Shape> shapes;
+  if (!any_data || !rule_shapes(c, shapes)) return false;
   IntervalTensor& out = c.outputs[0];
-  out = IntervalTensor::filled(data->dtype, shape, data->hull());
-  out.may_be_nan = data->may_be_nan;
+  out = IntervalTensor::filled(c.partitioned(0)->dtype, shapes[0], hull);
+  out.may_be_nan = nan_in;
   return true;
 }
 
 Status monotone_impl(BoundsContext& c, bool exact, bool increasing, uint32_t data_inputs, bool ranged_indices) {
   const uint32_t mask = data_inputs ? data_inputs : c.def.differentiable_inputs;
   if (!ranged_indices && monotone_fast(c, exact, increasing, mask)) return Status::ok();
-  if (ranged_indices && exact && increasing && gather_from_smashed(c)) return Status::ok();
+  if (ranged_indices && exact && increasing && select_from_single_interval(c, mask)) return Status::ok();
   const size_t n_in = c.inputs.size();
   std::vector<Tensor> lo_store(n_in), hi_store(n_in);
   std::vector<const Tensor*> lo_in(n_in, nullptr), hi_in(n_in, nullptr);
@@ -849,18 +439,21 @@ Status bounds_monotone_within(BoundsContext& c, Interval range) {
   return Status::ok();
 }
 
-Status bounds_monotone_sum(BoundsContext& c) { return bounds_sum_of_terms(c, 0, c.node.op_type == "ReduceMean"); }
+Status bounds_monotone_sum(BoundsContext& c) { return bounds_sum_of_terms(c, 0, false); }
+Status bounds_monotone_mean(BoundsContext& c) { return bounds_sum_of_terms(c, 0, true); }
 
 namespace {
-// ReduceSum/ReduceMean of a single-interval tensor: the same bounds as below without running the kernel on
-// full-size tensors (every output adds `terms` values of one interval).
+// A sum (or mean) over equal groups of a single-interval tensor, for an op with a shape rule (ReduceSum,
+// ReduceMean): the same bounds as below without running the kernel on full-size tensors (every output adds
+// `terms` values of one interval).
 bool smashed_reduce_bounds(BoundsContext& c, bool averaged) {
   const IntervalTensor* x = c.input(0);
-  const std::string& t = c.node.op_type;
-  Shape shape;
-  if (!x || !x->shape_known || !x->smashed() || (t != "ReduceSum" && t != "ReduceMean") || c.outputs.empty() ||
-      !reduced_shape(c, shape) || shape.numel() == 0)
-    return false;
+  if (!x || !x->shape_known || !x->smashed() || c.outputs.empty()) return false;
+  for (size_t i = 1; i < c.inputs.size(); ++i)
+    if (c.partitioned(i) && !c.partitioned(i)->exact) return false;
+  std::vector<Shape> shapes;
+  if (!rule_shapes(c, shapes) || shapes[0].numel() == 0) return false;
+  const Shape& shape = shapes[0];
   const double terms = static_cast<double>(x->numel() / shape.numel());
   const Interval h = x->hull();
   IntervalTensor& out = c.outputs[0];
@@ -1108,44 +701,6 @@ Status bounds_unbounded(BoundsContext& c) {
                                                              : IntervalTensor::unknown(dt);
   }
   return Status::ok();
-}
-
-// ---- interval arithmetic ----------------------------------------------------------------------------
-
-namespace {
-Interval corners(double p, double q, double r, double s, bool& nan) {
-  if (std::isnan(p) || std::isnan(q) || std::isnan(r) || std::isnan(s)) {
-    nan = true;
-    return {};
-  }
-  return widen_f32({std::min({p, q, r, s}), std::max({p, q, r, s})});
-}
-}  // namespace
-
-Interval interval_add(Interval a, Interval b, bool& nan) {
-  const double lo = a.lo + b.lo, hi = a.hi + b.hi;
-  if (std::isnan(lo) || std::isnan(hi) || (std::isinf(a.lo) && std::isinf(b.hi) && a.lo != b.hi) ||
-      (std::isinf(a.hi) && std::isinf(b.lo) && a.hi != b.lo)) {
-    nan = true;
-    return {};
-  }
-  return widen_f32({lo, hi});
-}
-
-Interval interval_sub(Interval a, Interval b, bool& nan) { return interval_add(a, {-b.hi, -b.lo}, nan); }
-
-Interval interval_mul(Interval a, Interval b, bool& nan) {
-  // 0·inf: a zero inside one operand meets an infinite bound of the other (corners miss interior zeros).
-  if ((a.contains(0) && !b.finite()) || (b.contains(0) && !a.finite())) nan = true;
-  return corners(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi, nan);
-}
-
-Interval interval_div(Interval a, Interval b, bool& nan) {
-  if (b.contains(0)) {
-    if (a.contains(0) || (b.lo == 0 && b.hi == 0) || (!a.finite() && !b.finite())) nan = true;  // 0/0, inf/inf
-    return {};
-  }
-  return corners(a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi, nan);
 }
 
 }  // namespace grist

@@ -621,12 +621,12 @@ enum class PoolKind { Max, Average, GlobalMax, GlobalAverage };
 constexpr bool is_max(PoolKind k) { return k == PoolKind::Max || k == PoolKind::GlobalMax; }
 constexpr bool is_global(PoolKind k) { return k == PoolKind::GlobalMax || k == PoolKind::GlobalAverage; }
 
-Status pool_geometry(const Node& node, PoolKind kind, const Tensor& x, WindowGeometry& g) {
-  if (x.rank() < 3) return node_error(node, fmt::format("needs an input of rank 3 or more, got {}", x.shape().str()));
+Status pool_geometry(const Node& node, PoolKind kind, const Shape& x, WindowGeometry& g) {
+  if (x.rank() < 3) return node_error(node, fmt::format("needs an input of rank 3 or more, got {}", x.str()));
   const int rank = x.rank() - 2;
   if (is_global(kind)) {
     g.rank = rank;
-    set_spatial(x.shape(), g.image);
+    set_spatial(x, g.image);
     for (int d = 0; d < rank; ++d) {
       g.kernel[d] = g.image[d];
       g.stride[d] = g.dilation[d] = g.grid[d] = 1;
@@ -636,10 +636,38 @@ Status pool_geometry(const Node& node, PoolKind kind, const Tensor& x, WindowGeo
   std::span<const int64_t> kernel = ints_attr(node, "kernel_shape");
   if (kernel.empty()) return node_error(node, "the kernel_shape attribute is required");
   GRIST_TRY(read_window_attrs(node, rank, kernel, g));
-  set_spatial(x.shape(), g.image);
+  set_spatial(x, g.image);
   AutoPad auto_pad;
   GRIST_TRY(read_auto_pad(node, auto_pad));
   return compute_grid(node, auto_pad, node.attr_int("ceil_mode", 0) != 0, g);
+}
+
+// Whether every window reads at least one input element: a window over padding alone gives −inf (max) or
+// 0/0 (an average without the padding), a value that is none of the input's.
+bool every_window_reads_input(const WindowGeometry& g) {
+  for (int d = 0; d < g.rank; ++d) {
+    for (int64_t p = 0; p < g.grid[d]; ++p) {
+      int64_t lo = 0, hi = 0;
+      valid_range(p * g.stride[d] - g.pad_begin[d], g.dilation[d], g.image[d], g.kernel[d], lo, hi);
+      if (lo >= hi) return false;
+    }
+  }
+  return true;
+}
+
+// The pooled output's shape (OpDef::shape). It refuses windows over padding alone, whose outputs are not
+// input values, and MaxPool's argmax output, which holds indices, not values.
+template <PoolKind Kind>
+Status pool_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  if (c.node.outputs.size() > 1 && c.node.outputs[1] != kNoValue)
+    return node_error(c.node, "the argmax output has no rule here");
+  const Shape& x = *c.shape(0);
+  WindowGeometry g;
+  GRIST_TRY(pool_geometry(c.node, Kind, x, g));
+  if (!every_window_reads_input(g)) return node_error(c.node, "a window reads only padding");
+  out.assign(c.node.outputs.size(), batch_channel_shape(x[0], x[1], g, g.grid));
+  return Status::ok();
 }
 
 // One kernel offset over one line of the grid's last dimension: grid points [lo, hi) of the line read
@@ -816,7 +844,7 @@ Status pool_forward(ForwardContext& ctx) {
   GRIST_TRY(require_input(ctx, 0));
   const Tensor& x = *ctx.input(0);
   WindowGeometry g;
-  GRIST_TRY(pool_geometry(ctx.node, Kind, x, g));
+  GRIST_TRY(pool_geometry(ctx.node, Kind, x.shape(), g));
   Tensor& y = *ctx.output(0);
   y.resize(x.dtype(), batch_channel_shape(x.shape()[0], x.shape()[1], g, g.grid));
   const int64_t planes = x.shape()[0] * x.shape()[1];
@@ -887,7 +915,7 @@ Status pool_backward(BackwardContext& ctx) {
                    [&](auto tag) { max_pool_backward_typed<decltype(tag)>(argmax.data<int64_t>(), *dy, *dx); });
   } else {
     WindowGeometry g;
-    GRIST_TRY(pool_geometry(ctx.node, Kind, x, g));
+    GRIST_TRY(pool_geometry(ctx.node, Kind, x.shape(), g));
     const bool count_include_pad = ctx.node.attr_int("count_include_pad", 0) != 0;
     dispatch_float(x.dtype(), [&](auto tag) {
       using T = decltype(tag);
@@ -1004,11 +1032,14 @@ Status conv_transpose_bounds(BoundsContext& c) {
 // Pooling a tensor with one interval per channel (blocks [1 or N, C, 1, ...]): every window lies in one
 // channel, so a maximum keeps the channel's interval and an average too, joined with 0 where counted
 // padding enters, widened by the float32 sum's γ_n. True when it filled the output.
-bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms) {
+template <PoolKind Kind>
+bool pool_on_channels(BoundsContext& c, int64_t terms) {
+  constexpr bool average = !is_max(Kind);
   const IntervalTensor* x = c.partitioned(0);
   if (!x || !x->blocked() || !spatially_shared(*x) || c.outputs.empty()) return false;
-  Shape shape;
-  if (!pooled_shape(c.node, x->shape, global, shape)) return false;
+  WindowGeometry g;
+  if (!pool_geometry(c.node, Kind, x->shape, g) || !every_window_reads_input(g)) return false;
+  const Shape shape = batch_channel_shape(x->shape[0], x->shape[1], g, g.grid);
   IntervalTensor& y = c.outputs[0];
   y = IntervalTensor::filled(x->dtype, shape, {});
   y.lo = x->lo;
@@ -1016,8 +1047,8 @@ bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms
   y.may_be_nan = x->may_be_nan;
   y.set_grid(x->grid());
   if (average) {
-    bool padded = false;
-    for (int64_t p : c.node.attr_ints("pads", {})) padded |= p > 0;
+    bool padded = false;  // explicit pads or auto_pad's
+    for (int d = 0; d < g.rank; ++d) padded |= g.pad_begin[d] > 0 || g.pad_end[d] > 0;
     const bool zeros_counted = padded && c.node.attr_int("count_include_pad", 0) != 0;
     for (size_t i = 0; i < y.lo.size(); ++i) {
       const double mag = std::max(std::fabs(y.lo[i]), std::fabs(y.hi[i]));
@@ -1040,21 +1071,21 @@ bool pool_on_channels(BoundsContext& c, bool average, bool global, int64_t terms
 Status average_pool_bounds(BoundsContext& c) {
   int64_t terms = 1;
   for (int64_t k : c.node.attr_ints("kernel_shape", {})) terms *= k;
-  if (pool_on_channels(c, true, false, terms)) return Status::ok();
+  if (pool_on_channels<PoolKind::Average>(c, terms)) return Status::ok();
   return bounds_sum_of_terms(c, terms, true);
 }
 Status global_average_pool_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.partitioned(0);
-  if (x && x->shape.rank() >= 3 && pool_on_channels(c, true, true, x->shape.numel(2, x->shape.rank())))
+  if (x && x->shape.rank() >= 3 && pool_on_channels<PoolKind::GlobalAverage>(c, x->shape.numel(2, x->shape.rank())))
     return Status::ok();
   return bounds_sum_of_terms(c, 0, true);
 }
 Status global_max_pool_bounds(BoundsContext& c) {
-  if (pool_on_channels(c, false, true, 1)) return Status::ok();
+  if (pool_on_channels<PoolKind::GlobalMax>(c, 1)) return Status::ok();
   return bounds_select(c);
 }
 Status max_pool_bounds(BoundsContext& c) {
-  if (pool_on_channels(c, false, false, 1)) return Status::ok();
+  if (pool_on_channels<PoolKind::Max>(c, 1)) return Status::ok();
   GRIST_TRY(bounds_select(c));
   // The argmax output is not monotone in x: any flat index of the input.
   if (c.outputs.size() > 1 && c.input(0))
@@ -1066,9 +1097,11 @@ Status max_pool_bounds(BoundsContext& c) {
 void register_conv_pool_ops(OpRegistry& r) {
   r.add(OpDef{"Conv", "", conv_forward<false>, conv_backward<false>, inputs_mask({0, 1, 2}), {}, conv_bounds});
   r.add(OpDef{"ConvTranspose", "", conv_forward<true>, conv_backward<true>, inputs_mask({0, 1, 2}), {}, conv_transpose_bounds});
-  r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0}), {}, max_pool_bounds});
+  r.add(OpDef{"MaxPool", "", pool_forward<PoolKind::Max>, pool_backward<PoolKind::Max>, inputs_mask({0}), {}, max_pool_bounds,
+              0, pool_shape<PoolKind::Max>});
   r.add(OpDef{"AveragePool", "", pool_forward<PoolKind::Average>, pool_backward<PoolKind::Average>, inputs_mask({0}), {}, average_pool_bounds});
-  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}), {}, global_max_pool_bounds});
+  r.add(OpDef{"GlobalMaxPool", "", pool_forward<PoolKind::GlobalMax>, pool_backward<PoolKind::GlobalMax>, inputs_mask({0}),
+              {}, global_max_pool_bounds, 0, pool_shape<PoolKind::GlobalMax>});
   r.add(OpDef{"GlobalAveragePool", "", pool_forward<PoolKind::GlobalAverage>, pool_backward<PoolKind::GlobalAverage>,
               inputs_mask({0}), {}, global_average_pool_bounds});
 }

@@ -962,38 +962,38 @@ Status mean_bounds(BoundsContext& c) {
 
 void register_elementwise_ops(OpRegistry& r) {
   const uint32_t first = inputs_mask({0});
-  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first, {}, neg_bounds});
-  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds});
-  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select});
-  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select});
-  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds});
-  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds});
-  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, exp_bounds});
-  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded});
-  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds});
-  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, sigmoid_bounds});
-  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, tanh_bounds});
-  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds});
-  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds});
-  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds});
-  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select});
-  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select});
-  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select});
+  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first, {}, neg_bounds, kElementwise});
+  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds, kElementwise});
+  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select, kElementwise});
+  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select, kElementwise});
+  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds, kElementwise});
+  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds, kElementwise});
+  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, exp_bounds, kElementwise});
+  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded, kElementwise});
+  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds, kElementwise});
+  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, sigmoid_bounds, kElementwise});
+  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, tanh_bounds, kElementwise});
+  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds, kElementwise});
+  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds, kElementwise});
+  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds, kElementwise});
+  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
+  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
+  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});
 
   const uint32_t both = inputs_mask({0, 1});
-  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both, {}, add_bounds});
-  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds});
-  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds});
-  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds});
-  r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds});
+  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both, {}, add_bounds, kElementwise});
+  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds, kElementwise});
+  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds, kElementwise});
+  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds, kElementwise});
+  r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds, kElementwise});
 
-  r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs, {}, sum_bounds});
-  r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs, {}, mean_bounds});
-  r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs, {}, bounds_select});
-  r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs, {}, bounds_select});
+  r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs, {}, sum_bounds, kElementwise});
+  r.add(OpDef{"Mean", "", variadic_forward<MeanFold>, sum_mean_backward<MeanFold>, kAllInputs, {}, mean_bounds, kElementwise});
+  r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs, {}, bounds_select, kElementwise});
+  r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs, {}, bounds_select, kElementwise});
 
-  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first, {}, clip_bounds});
-  r.add(OpDef{"Identity", "", identity_forward, identity_backward, first, {}, bounds_select});
+  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first, {}, clip_bounds, kElementwise});
+  r.add(OpDef{"Identity", "", identity_forward, identity_backward, first, {}, bounds_select, kElementwise});
 }
 
 }  // namespace grist

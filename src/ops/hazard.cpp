@@ -1,50 +1,189 @@
 #include "ops/hazard.h"
 
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
 namespace grist {
 
-std::string_view failure_name(Failure f) {
-  switch (f) {
-    case Failure::LogOfNonPositive: return "log of a non-positive value";
-    case Failure::DivisionByZero: return "division by zero";
-    case Failure::SqrtOfNegative: return "square root of a negative value";
-    case Failure::ExpOverflow: return "exp overflow";
-    case Failure::PowZeroToNegative: return "zero to a negative power";
-    case Failure::PowNegativeToFraction: return "negative base to a fractional power";
-    case Failure::PowOverflow: return "power beyond the float range";
-    case Failure::LogSoftmaxSpread: return "log-softmax gap beyond the float range";
-    case Failure::LossZeroDenominator: return "loss mean over zero total weight";
-    case Failure::RangeZeroDelta: return "Range with a zero step";
+namespace {
+
+// The danger zones of DEBAR and RANUM (PEERS.md), which grist shares: an operand this close to the pole
+// fails in the forward pass or in its derivative (sqrt′(0) = ∞, log′(v) = 1/v, a quotient by a denormal),
+// and exp this close to its limit overflows as soon as a few such terms are summed.
+constexpr double kTiny = 1e-37;
+constexpr double kExpDanger = 87.5;  // ≈ ln(1e38); expf overflows above 88.72
+
+bool all_whole(const IntervalTensor& t) {
+  if (!t.exact) return t.hull().lo == t.hull().hi && std::floor(t.hull().lo) == t.hull().lo;
+  for (int64_t i = 0; i < t.exact->numel(); ++i) {
+    double v = t.exact->get_as_double(i);
+    if (v != std::floor(v)) return false;
   }
-  return "?";
+  return true;
 }
 
-std::string_view failure_id(Failure f) {
-  switch (f) {
-    case Failure::LogOfNonPositive: return "log-of-non-positive";
-    case Failure::DivisionByZero: return "division-by-zero";
-    case Failure::SqrtOfNegative: return "sqrt-of-negative";
-    case Failure::ExpOverflow: return "exp-overflow";
-    case Failure::PowZeroToNegative: return "pow-zero-to-negative";
-    case Failure::PowNegativeToFraction: return "pow-negative-to-fraction";
-    case Failure::PowOverflow: return "pow-overflow";
-    case Failure::LogSoftmaxSpread: return "log-softmax-spread";
-    case Failure::LossZeroDenominator: return "loss-zero-denominator";
-    case Failure::RangeZeroDelta: return "range-zero-delta";
+bool near_zero_or_below(const DangerContext& c) { return c.operand.hull().lo <= kTiny; }
+bool near_zero(const DangerContext& c) {
+  const Interval h = c.operand.hull();
+  return h.lo <= kTiny && h.hi >= -kTiny;
+}
+bool near_exp_limit(const DangerContext& c) { return c.operand.hull().hi >= kExpDanger; }
+// A zero base with an exponent that may be negative (Pow's input 1; none given: any exponent).
+bool zero_to_negative(const DangerContext& c) {
+  const IntervalTensor* e = c.input(1);
+  return c.operand.hull().contains(0) && (!e || e->may_be_nan || e->hull().lo < 0);
+}
+bool negative_to_fraction(const DangerContext& c) {
+  const IntervalTensor* e = c.input(1);
+  return c.operand.hull().lo < 0 && (!e || e->may_be_nan || !all_whole(*e));
+}
+// The result itself leaves the float range (the operands alone cannot tell).
+bool result_beyond_float(const DangerContext& c) {
+  const IntervalTensor* y = c.output(0);
+  if (!y) return true;
+  const Interval yh = y->hull();
+  return y->may_be_nan || !(std::fabs(yh.lo) <= FLT_MAX && std::fabs(yh.hi) <= FLT_MAX);
+}
+bool spread_beyond_float(const DangerContext& c) {
+  const Interval h = c.operand.hull();
+  return !(h.hi - h.lo < FLT_MAX);
+}
+bool result_may_be_nan(const DangerContext& c) { return !c.output(0) || c.output(0)->may_be_nan; }
+bool contains_zero(const DangerContext& c) { return c.operand.hull().contains(0); }
+
+constexpr FailureKind kFailures[] = {
+    {Failure::LogOfNonPositive, "log-of-non-positive", "log of a non-positive value", "≤ 1e-37", near_zero_or_below},
+    {Failure::DivisionByZero, "division-by-zero", "division by zero", "[-1e-37, 1e-37]", near_zero},
+    {Failure::SqrtOfNegative, "sqrt-of-negative", "square root of a negative value",
+     "≤ 1e-37 (< 0, or an infinite derivative at 0)", near_zero_or_below},
+    {Failure::ExpOverflow, "exp-overflow", "exp overflow", "≥ 87.5", near_exp_limit},
+    {Failure::PowZeroToNegative, "pow-zero-to-negative", "zero to a negative power", "∋ 0 with exponent < 0",
+     zero_to_negative},
+    {Failure::PowNegativeToFraction, "pow-negative-to-fraction", "negative base to a fractional power",
+     "< 0 with a fractional exponent", negative_to_fraction},
+    {Failure::PowOverflow, "pow-overflow", "power beyond the float range", "a power beyond FLT_MAX",
+     result_beyond_float},
+    {Failure::LogSoftmaxSpread, "log-softmax-spread", "log-softmax gap beyond the float range", "spread > FLT_MAX",
+     spread_beyond_float},
+    {Failure::LossZeroDenominator, "loss-zero-denominator", "loss mean over zero total weight", "total weight = 0",
+     result_may_be_nan},
+    {Failure::RangeZeroDelta, "range-zero-delta", "Range with a zero step", "∋ 0", contains_zero},
+};
+
+// ---- objectives: each reduces over ALL elements of v and seeds dO/dv at the extremum ------------------
+
+template <class T, class Key>
+std::pair<double, int64_t> extremum(const Tensor& v, Key key, bool want_max) {
+  const T* p = v.data<T>();
+  double best = want_max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  int64_t at = -1;
+  for (int64_t i = 0; i < v.numel(); ++i) {
+    const double k = key(static_cast<double>(p[i]));
+    if (std::isnan(k)) continue;
+    if (at < 0 || (want_max ? k > best : k < best)) {
+      best = k;
+      at = i;
+    }
   }
-  return "unknown";
+  return {best, at};
 }
 
-std::string_view objective_name(Objective o) {
-  switch (o) {
-    case Objective::MinAbs: return "min|v|";
-    case Objective::MinAbsOneMinus: return "min|1 - v|";
-    case Objective::NegMax: return "-max(v)";
-    case Objective::Max: return "max(v)";
-    case Objective::Min: return "min(v)";
-    case Objective::NegSpread: return "-(max(v) - min(v))";
-    case Objective::None: return "none";
-  }
-  return "?";
+double sign_of(double x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
+
+// Runs f<T>(v, seed) for v's float type, with `seed` zeroed and shaped like v.
+template <template <class> class F>
+ObjectiveValue typed(const Tensor& v, Tensor& seed) {
+  ObjectiveValue r;
+  seed.resize_zero(v.dtype(), v.shape());
+  dispatch_float(v.dtype(), [&](auto tag) { r = F<decltype(tag)>::run(v, seed.data<decltype(tag)>()); });
+  return r;
 }
+
+template <class T>
+struct MinAbs {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return std::fabs(x); }, false);
+    if (at >= 0) s[at] = static_cast<T>(sign_of(static_cast<double>(v.data<T>()[at])));
+    return {best, at};
+  }
+};
+template <class T>
+struct MinAbsOneMinus {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return std::fabs(1.0 - x); }, false);
+    if (at >= 0) s[at] = static_cast<T>(-sign_of(1.0 - static_cast<double>(v.data<T>()[at])));
+    return {best, at};
+  }
+};
+template <class T>
+struct NegMax {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return x; }, true);
+    if (at >= 0) s[at] = T(-1);
+    return {-best, at};
+  }
+};
+template <class T>
+struct Max {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return x; }, true);
+    if (at >= 0) s[at] = T(1);
+    return {best, at};
+  }
+};
+template <class T>
+struct Min {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return x; }, false);
+    if (at >= 0) s[at] = T(1);
+    return {best, at};
+  }
+};
+template <class T>
+struct NegSpread {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [hi, at_hi] = extremum<T>(v, [](double x) { return x; }, true);
+    auto [lo, at_lo] = extremum<T>(v, [](double x) { return x; }, false);
+    if (at_hi >= 0 && at_lo >= 0 && at_hi != at_lo) {
+      s[at_hi] = T(-1);
+      s[at_lo] = T(1);
+    }
+    return {-(hi - lo), at_hi};
+  }
+};
+ObjectiveValue no_objective(const Tensor& v, Tensor& seed) {
+  seed.resize_zero(v.dtype(), v.shape());
+  return {};
+}
+
+constexpr ObjectiveKind kObjectives[] = {
+    {Objective::MinAbs, "min|v|", typed<MinAbs>},
+    {Objective::MinAbsOneMinus, "min|1 - v|", typed<MinAbsOneMinus>},
+    {Objective::NegMax, "-max(v)", typed<NegMax>},
+    {Objective::Max, "max(v)", typed<Max>},
+    {Objective::Min, "min(v)", typed<Min>},
+    {Objective::NegSpread, "-(max(v) - min(v))", typed<NegSpread>},
+    {Objective::None, "none", no_objective},
+};
+
+}  // namespace
+
+const FailureKind& failure_kind(Failure f) {
+  for (const FailureKind& k : kFailures)
+    if (k.failure == f) return k;
+  return kFailures[0];  // unreachable: the table lists every Failure (tests/ops/hazard_test.cpp)
+}
+
+std::string_view failure_name(Failure f) { return failure_kind(f).name; }
+std::string_view failure_id(Failure f) { return failure_kind(f).id; }
+
+const ObjectiveKind& objective_kind(Objective o) {
+  for (const ObjectiveKind& k : kObjectives)
+    if (k.objective == o) return k;
+  return kObjectives[0];  // unreachable: the table lists every Objective (tests/ops/hazard_test.cpp)
+}
+
+std::string_view objective_name(Objective o) { return objective_kind(o).name; }
 
 }  // namespace grist

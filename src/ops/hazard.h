@@ -1,10 +1,16 @@
 // The hazard entry of an op's record: how the op can turn finite inputs into NaN/Inf, and the GRIST
 // objective whose minimum is that failure (GRIST.md §2). Ops list their entries in their family file.
+// Each failure kind carries its danger test (the interval condition `grist scan` checks) and each objective
+// its evaluation (what `grist hunt` descends), in the two tables of hazard.cpp.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "graph/graph.h"
+#include "ops/interval_tensor.h"
+#include "tensor/tensor.h"
 
 namespace grist {
 
@@ -43,8 +49,48 @@ struct HazardSpec {
   bool (*applies)(const Graph&, const Node&) = nullptr;
 };
 
-std::string_view failure_name(Failure f);  // "log of a non-positive value", for people
-std::string_view failure_id(Failure f);    // "log-of-non-positive": stable, no spaces (SARIF rule ids)
+// What a danger test sees: the hazard's operand and the node's other inputs and outputs as intervals
+// (nullptr where omitted).
+struct DangerContext {
+  const Node& node;
+  const IntervalTensor& operand;
+  std::span<const IntervalTensor* const> inputs;
+  std::span<const IntervalTensor* const> outputs;
+
+  const IntervalTensor* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  const IntervalTensor* output(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
+};
+
+struct FailureKind {
+  Failure failure;
+  std::string_view id;      // "log-of-non-positive": stable, no spaces (SARIF rule ids)
+  std::string_view name;    // "log of a non-positive value", for people
+  std::string_view danger;  // the danger zone the scan checks, for reports: "≤ 1e-37"
+  // Whether the intervals meet the danger zone (an operand that may be NaN always does).
+  bool (*meets_danger)(const DangerContext&);
+};
+const FailureKind& failure_kind(Failure f);
+
+std::string_view failure_name(Failure f);
+std::string_view failure_id(Failure f);
+
+struct ObjectiveValue {
+  double value = 0;
+  int64_t index = -1;  // the element holding the extremum, -1 when v has no finite element
+};
+
+struct ObjectiveKind {
+  Objective objective;
+  std::string_view name;  // "min|v|"
+  // The objective's value on v and its gradient dO/dv written into `seed`, shaped like v (one-hot at the
+  // extremum, sign included). Float tensors only.
+  ObjectiveValue (*evaluate)(const Tensor& v, Tensor& seed);
+};
+const ObjectiveKind& objective_kind(Objective o);
+
 std::string_view objective_name(Objective o);
+inline ObjectiveValue evaluate_objective(Objective o, const Tensor& v, Tensor& seed) {
+  return objective_kind(o).evaluate(v, seed);
+}
 
 }  // namespace grist

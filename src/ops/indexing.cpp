@@ -229,19 +229,38 @@ void zero_runs(const Runs& runs, Tensor& dst) {
 // Gathers: the output is dense; the data gradient scatters the output gradient back, summing repeats.
 
 // The output shape of each gather.
-Status gather_shape(const GatherRuns&, const Node& n, const Shape& data, const Tensor& indices, Shape& out) {
+Status gather_shape_of(const GatherRuns&, const Node& n, const Shape& data, const Shape& indices, Shape& out) {
   const int axis = normalize_axis(n.attr_int("axis", 0), data.rank());
+  if (axis < 0) return node_error(n, fmt::format("axis is out of range for rank {}", data.rank()));
   GRIST_TRY(check_out_rank(n, data.rank() - 1 + indices.rank()));
   out = Shape{};
   for (int d = 0; d < axis; ++d) out.push_back(data[d]);
-  for (int d = 0; d < indices.rank(); ++d) out.push_back(indices.shape()[d]);
+  for (int d = 0; d < indices.rank(); ++d) out.push_back(indices[d]);
   for (int d = axis + 1; d < data.rank(); ++d) out.push_back(data[d]);
   return Status::ok();
 }
 
-Status gather_shape(const ElementRuns&, const Node&, const Shape&, const Tensor& indices, Shape& out) {
-  out = indices.shape();
+Status gather_shape_of(const ElementRuns&, const Node& n, const Shape& data, const Shape& indices, Shape& out) {
+  if (indices.rank() != data.rank())
+    return node_error(n, fmt::format("indices of rank {} for data of rank {}", indices.rank(), data.rank()));
+  out = indices;
   return Status::ok();
+}
+
+Status gather_shape(const GatherRuns& runs, const Node& n, const Shape& data, const Tensor& indices, Shape& out) {
+  return gather_shape_of(runs, n, data, indices.shape(), out);
+}
+
+Status gather_shape(const ElementRuns& runs, const Node& n, const Shape& data, const Tensor& indices, Shape& out) {
+  return gather_shape_of(runs, n, data, indices.shape(), out);
+}
+
+// The shape rule (OpDef::shape) of Gather and GatherElements: the indices' shape is enough, not their values.
+template <class Runs>
+Status gather_rule(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0) || !c.shape(1)) return node_error(c.node, "needs data and indices");
+  out.assign(1, Shape{});
+  return gather_shape_of(Runs{}, c.node, *c.shape(0), *c.shape(1), out[0]);
 }
 
 Status gather_shape(const NdRuns& runs, const Node& n, const Shape& data, const Tensor& indices, Shape& out) {
@@ -599,8 +618,10 @@ Status one_hot_bounds(BoundsContext& c) {
 void register_indexing_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
   const uint32_t data_and_updates = inputs_mask({0, 2});
-  r.add(OpDef{"Gather", "", gather_forward<GatherRuns>, gather_backward<GatherRuns>, data_only, {}, bounds_select_by_index});
-  r.add(OpDef{"GatherElements", "", gather_forward<ElementRuns>, gather_backward<ElementRuns>, data_only, {}, bounds_select_by_index});
+  r.add(OpDef{"Gather", "", gather_forward<GatherRuns>, gather_backward<GatherRuns>, data_only, {}, bounds_select_by_index,
+              0, gather_rule<GatherRuns>});
+  r.add(OpDef{"GatherElements", "", gather_forward<ElementRuns>, gather_backward<ElementRuns>, data_only, {},
+              bounds_select_by_index, 0, gather_rule<ElementRuns>});
   r.add(OpDef{"GatherND", "", gather_forward<NdRuns>, gather_backward<NdRuns>, data_only, {}, bounds_select_by_index});
   r.add(OpDef{"ScatterElements", "", scatter_forward<ElementRuns>, scatter_backward<ElementRuns>, data_and_updates,
               {}, scatter_bounds});

@@ -195,18 +195,18 @@ Status boolean_bounds(BoundsContext& c) {
 }  // namespace
 
 void register_logic_ops(OpRegistry& r) {
-  r.add(OpDef{"Equal", "", equal_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Less", "", less_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"LessOrEqual", "", less_or_equal_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Greater", "", greater_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"GreaterOrEqual", "", greater_or_equal_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"And", "", and_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Or", "", or_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Xor", "", xor_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Not", "", not_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"IsNaN", "", is_nan_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"IsInf", "", is_inf_forward, nullptr, 0, {}, boolean_bounds});
-  r.add(OpDef{"Where", "", where_forward, where_backward, inputs_mask({1, 2}), {}, bounds_select_by_index});
+  r.add(OpDef{"Equal", "", equal_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Less", "", less_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"LessOrEqual", "", less_or_equal_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Greater", "", greater_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"GreaterOrEqual", "", greater_or_equal_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"And", "", and_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Or", "", or_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Xor", "", xor_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Not", "", not_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"IsNaN", "", is_nan_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"IsInf", "", is_inf_forward, nullptr, 0, {}, boolean_bounds, kElementwise});
+  r.add(OpDef{"Where", "", where_forward, where_backward, inputs_mask({1, 2}), {}, bounds_select_by_index, kElementwise});
 }
 
 }  // namespace grist

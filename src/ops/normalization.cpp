@@ -633,7 +633,9 @@ void register_normalization_ops(OpRegistry& r) {
               batch_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},
               layer_norm_bounds});
-  r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds});
+  // Input 1 is the drop ratio (opset 12+).
+  r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds, kDrawsRandom,
+              nullptr, inputs_mask({1})});
 }
 
 }  // namespace grist

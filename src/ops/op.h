@@ -57,8 +57,38 @@ struct BackwardContext {
   Tensor* grad_input(size_t i) const { return i < grad_inputs.size() ? grad_inputs[i] : nullptr; }
 };
 
+// What a shape rule sees: the node, each input's shape (nullptr where omitted) and the value of each input
+// known exactly (shape operands, axes, pads; nullptr for data and for inputs known only by range). Like the
+// kernel contexts it has `node` and `input(i)`, so one helper reads attributes and operands for both.
+struct ShapeContext {
+  const Node& node;
+  std::span<const Shape* const> shapes;
+  std::span<const Tensor* const> values;
+
+  const Shape* shape(size_t i) const { return i < shapes.size() ? shapes[i] : nullptr; }
+  const Tensor* input(size_t i) const { return i < values.size() ? values[i] : nullptr; }
+};
+
 using ForwardFn = Status (*)(ForwardContext&);
 using BackwardFn = Status (*)(BackwardContext&);
+// The output shapes (one per node output) from the input shapes and the known operand values alone, without
+// running the kernel on data. An error where the rule needs what it was not given.
+using ShapeFn = Status (*)(const ShapeContext&, std::vector<Shape>& outputs);
+
+// What analyses may assume about an op without knowing its name (OpDef::traits, bits).
+enum OpTrait : uint32_t {
+  // Output element i is a function of the inputs' elements broadcast to position i alone (Relu, Add, Clip):
+  // the kernel run on per-block bounds gives per-block bounds.
+  kElementwise = 1u << 0,
+  // The output is the input with its dimensions reordered (Transpose): the kernel run on the grid of
+  // per-block bounds reorders the blocks the same way.
+  kPermutesDims = 1u << 1,
+  // The output holds the input's elements in the same row-major order; only the shape changes (Reshape,
+  // Flatten, Squeeze, Unsqueeze): blocks keep their order.
+  kKeepsOrder = 1u << 2,
+  // The output differs from run to run (random draws, dropout masks): never folded into a constant.
+  kDrawsRandom = 1u << 3,
+};
 
 struct OpDef {
   std::string_view type;    // ONNX op type, e.g. "Conv"
@@ -72,6 +102,15 @@ struct OpDef {
   std::span<const HazardSpec> hazards = {};
   // The interval transfer (ops/bounds.h) `grist scan` propagates ranges with; null: outputs unbounded.
   BoundsFn bounds = nullptr;
+  uint32_t traits = 0;  // OpTrait bits
+  // The output shapes without the data (ops that select or reduce: the scan's shortcuts for large tensors
+  // held as one interval); null: the scan runs the kernel to learn them.
+  ShapeFn shape = nullptr;
+  // Bit i set: input i is a probability (Dropout's ratio): a graph input left unstated there is taken in
+  // RANUM's default [0.1, 0.9].
+  uint32_t probability_inputs = 0;
+
+  bool has(OpTrait t) const { return (traits & t) != 0; }
 };
 
 constexpr uint32_t inputs_mask(std::initializer_list<int> idx) {

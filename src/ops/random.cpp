@@ -85,11 +85,12 @@ Status uniform_bounds(BoundsContext& c) {
 }  // namespace
 
 void register_random_ops(OpRegistry& r) {
-  r.add(OpDef{"RandomNormal", "", random_forward<Distribution::Normal>, nullptr, 0});
-  r.add(OpDef{"RandomUniform", "", random_forward<Distribution::Uniform>, nullptr, 0, {}, uniform_bounds});
-  r.add(OpDef{"RandomNormalLike", "", random_like_forward<Distribution::Normal>, nullptr, 0});
-  r.add(OpDef{"RandomUniformLike", "", random_like_forward<Distribution::Uniform>, nullptr, 0, {},
-              uniform_bounds});
+  r.add(OpDef{"RandomNormal", "", random_forward<Distribution::Normal>, nullptr, 0, {}, nullptr, kDrawsRandom});
+  r.add(OpDef{"RandomUniform", "", random_forward<Distribution::Uniform>, nullptr, 0, {}, uniform_bounds, kDrawsRandom});
+  r.add(OpDef{"RandomNormalLike", "", random_like_forward<Distribution::Normal>, nullptr, 0, {}, nullptr,
+              kDrawsRandom});
+  r.add(OpDef{"RandomUniformLike", "", random_like_forward<Distribution::Uniform>, nullptr, 0, {}, uniform_bounds,
+              kDrawsRandom});
 }
 
 }  // namespace grist

@@ -38,7 +38,7 @@ struct ReduceGeometry {
 
 // Axes come from the `axes` attribute (every op before opset 18, ReduceSum before 13) or else from
 // input 1. No axes means all axes, unless noop_with_empty_axes asks for no reduction at all.
-Status mark_reduced_axes(const Node& node, const Tensor& x, const Tensor* axes_input,
+Status mark_reduced_axes(const Node& node, const Shape& x, const Tensor* axes_input,
                          std::array<bool, Shape::kMaxRank>& reduced) {
   const int rank = x.rank();
   const Attribute* attr = node.attr("axes");
@@ -60,11 +60,10 @@ Status mark_reduced_axes(const Node& node, const Tensor& x, const Tensor* axes_i
   return Status::ok();
 }
 
-Result<ReduceGeometry> plan_reduction(const Node& node, const Tensor& x, const Tensor* axes_input) {
+Result<ReduceGeometry> plan_reduction(const Node& node, const Shape& in, const Tensor* axes_input) {
   std::array<bool, Shape::kMaxRank> reduced{};
-  GRIST_TRY(mark_reduced_axes(node, x, axes_input, reduced));
+  GRIST_TRY(mark_reduced_axes(node, in, axes_input, reduced));
   const bool keepdims = node.attr_int("keepdims", 1) != 0;
-  const Shape& in = x.shape();
   ReduceGeometry g;
   std::array<bool, Shape::kMaxRank> loop_reduced{};
   for (int d = 0; d < in.rank(); ++d) {
@@ -85,6 +84,15 @@ Result<ReduceGeometry> plan_reduction(const Node& node, const Tensor& x, const T
     if (!loop_reduced[d]) stride *= g.loop_shape[d];
   }
   return g;
+}
+
+// The reduced shape (OpDef::shape): what the kernel computes, without the data.
+Status reduce_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  auto geo = plan_reduction(c.node, *c.shape(0), c.input(1));
+  if (!geo) return geo.error();
+  out.assign(1, geo->out_shape);
+  return Status::ok();
 }
 
 // Calls f(i, j) for every input element i, with j the output element it folds into.
@@ -207,7 +215,7 @@ template <class P>
 Status reduce_forward(ForwardContext& ctx) {
   GRIST_TRY(require_input(ctx, 0));
   const Tensor& x = *ctx.input(0);
-  auto geo = plan_reduction(ctx.node, x, ctx.input(1));
+  auto geo = plan_reduction(ctx.node, x.shape(), ctx.input(1));
   if (!geo) return geo.error();
   Tensor& y = *ctx.output(0);
   y.resize(x.dtype(), geo->out_shape);
@@ -226,7 +234,7 @@ Status reduce_forward(ForwardContext& ctx) {
 Status logsumexp_forward(ForwardContext& ctx) {
   GRIST_TRY(require_input(ctx, 0));
   const Tensor& x = *ctx.input(0);
-  auto geo = plan_reduction(ctx.node, x, ctx.input(1));
+  auto geo = plan_reduction(ctx.node, x.shape(), ctx.input(1));
   if (!geo) return geo.error();
   Tensor& y = *ctx.output(0);
   y.resize(x.dtype(), geo->out_shape);
@@ -271,7 +279,7 @@ Status reduce_backward(BackwardContext& ctx, Kernel&& kernel) {
     dx->fill_zero();
     return Status::ok();
   }
-  auto geo = plan_reduction(ctx.node, x, ctx.input(1));
+  auto geo = plan_reduction(ctx.node, x.shape(), ctx.input(1));
   if (!geo) return geo.error();
   const ReduceGradArgs args{x, *ctx.output(0), *dy, *dx, *geo};
   const bool ok = dispatch_float(x.dtype(), [&](auto tag) { kernel(tag, args); });
@@ -570,8 +578,10 @@ Status prod_bounds(BoundsContext& c) {
 
 void register_reduction_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
-  r.add(OpDef{"ReduceSum", "", reduce_forward<SumReduce>, local_reduce_backward<SumGrad>, data_only, {}, bounds_monotone_sum});
-  r.add(OpDef{"ReduceMean", "", reduce_forward<MeanReduce>, local_reduce_backward<MeanGrad>, data_only, {}, bounds_monotone_sum});
+  r.add(OpDef{"ReduceSum", "", reduce_forward<SumReduce>, local_reduce_backward<SumGrad>, data_only, {}, bounds_monotone_sum,
+              0, reduce_shape});
+  r.add(OpDef{"ReduceMean", "", reduce_forward<MeanReduce>, local_reduce_backward<MeanGrad>, data_only, {},
+              bounds_monotone_mean, 0, reduce_shape});
   r.add(OpDef{"ReduceSumSquare", "", reduce_forward<SumSquareReduce>, local_reduce_backward<SumSquareGrad>,
               data_only, {}, norm_bounds});
   r.add(OpDef{"ReduceL1", "", reduce_forward<L1Reduce>, local_reduce_backward<L1Grad>, data_only, {}, norm_bounds});
@@ -580,8 +590,10 @@ void register_reduction_ops(OpRegistry& r) {
   r.add(OpDef{"ReduceLogSumExp", "", logsumexp_forward, local_reduce_backward<LogSumExpGrad>, data_only, {},
               logsumexp_bounds});
   r.add(OpDef{"ReduceProd", "", reduce_forward<ProdReduce>, prod_backward, data_only, {}, prod_bounds});
-  r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select});
+  r.add(OpDef{"ReduceMax", "", reduce_forward<MaxReduce>, extremum_backward, data_only, {}, bounds_select, 0,
+              reduce_shape});
+  r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select, 0,
+              reduce_shape});
   r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0, {}, arg_extremum_bounds});
   r.add(OpDef{"ArgMin", "", arg_extremum_forward<false>, nullptr, 0, {}, arg_extremum_bounds});
 }

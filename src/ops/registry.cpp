@@ -35,6 +35,13 @@ const OpDef* OpRegistry::find(std::string_view type, std::string_view domain) co
 
 void OpRegistry::add(const OpDef& def) { defs_.push_back(def); }
 
+bool draws_random(const Graph& g) {
+  const OpRegistry& reg = OpRegistry::global();
+  for (const Node& n : g.nodes)
+    if (const OpDef* def = reg.find(n.op_type, n.domain); def && def->has(kDrawsRandom)) return true;
+  return false;
+}
+
 Status check_ops_supported(const Graph& g) {
   std::map<std::string, std::vector<std::string>> unsupported;  // op -> node names
   const OpRegistry& reg = OpRegistry::global();

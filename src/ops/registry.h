@@ -25,6 +25,9 @@ class OpRegistry {
 // the name of every node that uses it.
 Status check_ops_supported(const Graph& g);
 
+// Whether some node of the graph draws random numbers (OpTrait kDrawsRandom: dropout masks, random ops).
+bool draws_random(const Graph& g);
+
 // Each family file defines one of these and adds its records; registry.cpp calls them all.
 void register_elementwise_ops(OpRegistry& r);
 void register_logic_ops(OpRegistry& r);

@@ -74,64 +74,53 @@ Status reshape_target(const Node& n, const Shape& in, const SmallInts& spec, boo
   return Status::ok();
 }
 
-Status reshape_forward(ForwardContext& c) {
-  GRIST_TRY(require_input(c, 0));
-  GRIST_TRY(require_output(c, 0));
+// The output shapes of the four, read as the kernels and the shape rules both need them.
+template <class Ctx>
+Status reshape_shape_of(const Ctx& c, const Shape& in, Shape& out) {
   SmallInts spec;
   bool found = false;
   GRIST_TRY(read_ints_attr_or_input(c, "shape", 1, spec, found));
   if (!found) return node_error(c.node, "the target shape is missing");
-  Shape out;
-  GRIST_TRY(reshape_target(c.node, c.input(0)->shape(), spec, c.node.attr_int("allowzero", 0) != 0, out));
-  copy_reshaped(*c.input(0), out, *c.output(0));
-  return Status::ok();
+  return reshape_target(c.node, in, spec, c.node.attr_int("allowzero", 0) != 0, out);
 }
 
-Status flatten_forward(ForwardContext& c) {
-  GRIST_TRY(require_input(c, 0));
-  GRIST_TRY(require_output(c, 0));
-  const Tensor& x = *c.input(0);
-  const int r = x.rank();
+template <class Ctx>
+Status flatten_shape_of(const Ctx& c, const Shape& in, Shape& out) {
+  const int r = in.rank();
   int64_t axis = c.node.attr_int("axis", 1);
   if (axis < 0) axis += r;
   if (axis < 0 || axis > r) return node_error(c.node, fmt::format("axis {} is out of range for rank {}", axis, r));
   const int a = static_cast<int>(axis);
-  copy_reshaped(x, Shape{x.shape().numel(0, a), x.shape().numel(a, r)}, *c.output(0));
+  out = Shape{in.numel(0, a), in.numel(a, r)};
   return Status::ok();
 }
 
-Status squeeze_forward(ForwardContext& c) {
-  GRIST_TRY(require_input(c, 0));
-  GRIST_TRY(require_output(c, 0));
-  const Tensor& x = *c.input(0);
+template <class Ctx>
+Status squeeze_shape_of(const Ctx& c, const Shape& in, Shape& out) {
   SmallInts axes;
   bool found = false;
   GRIST_TRY(read_ints_attr_or_input(c, "axes", 1, axes, found));
   std::array<bool, Shape::kMaxRank> drop{};
-  for (int d = 0; d < x.rank(); ++d) drop[static_cast<size_t>(d)] = !found && x.shape()[d] == 1;
+  for (int d = 0; d < in.rank(); ++d) drop[static_cast<size_t>(d)] = !found && in[d] == 1;
   for (int i = 0; i < axes.size(); ++i) {
-    const int a = normalize_axis(axes[i], x.rank());
-    if (a < 0) return node_error(c.node, fmt::format("axis {} is out of range for rank {}", axes[i], x.rank()));
-    if (x.shape()[a] != 1)
-      return node_error(c.node, fmt::format("cannot squeeze axis {} of size {}", a, x.shape()[a]));
+    const int a = normalize_axis(axes[i], in.rank());
+    if (a < 0) return node_error(c.node, fmt::format("axis {} is out of range for rank {}", axes[i], in.rank()));
+    if (in[a] != 1) return node_error(c.node, fmt::format("cannot squeeze axis {} of size {}", a, in[a]));
     drop[static_cast<size_t>(a)] = true;
   }
-  Shape out;
-  for (int d = 0; d < x.rank(); ++d)
-    if (!drop[static_cast<size_t>(d)]) out.push_back(x.shape()[d]);
-  copy_reshaped(x, out, *c.output(0));
+  out = Shape{};
+  for (int d = 0; d < in.rank(); ++d)
+    if (!drop[static_cast<size_t>(d)]) out.push_back(in[d]);
   return Status::ok();
 }
 
-Status unsqueeze_forward(ForwardContext& c) {
-  GRIST_TRY(require_input(c, 0));
-  GRIST_TRY(require_output(c, 0));
-  const Tensor& x = *c.input(0);
+template <class Ctx>
+Status unsqueeze_shape_of(const Ctx& c, const Shape& in, Shape& out) {
   SmallInts axes;
   bool found = false;
   GRIST_TRY(read_ints_attr_or_input(c, "axes", 1, axes, found));
   if (!found) return node_error(c.node, "the axes are missing");
-  const int out_rank = x.rank() + axes.size();
+  const int out_rank = in.rank() + axes.size();
   GRIST_TRY(check_rank(c.node, out_rank));
   std::array<bool, Shape::kMaxRank> inserted{};
   for (int i = 0; i < axes.size(); ++i) {
@@ -140,10 +129,27 @@ Status unsqueeze_forward(ForwardContext& c) {
     if (inserted[static_cast<size_t>(a)]) return node_error(c.node, fmt::format("axis {} is repeated", axes[i]));
     inserted[static_cast<size_t>(a)] = true;
   }
-  Shape out;
-  for (int d = 0, j = 0; d < out_rank; ++d) out.push_back(inserted[static_cast<size_t>(d)] ? 1 : x.shape()[j++]);
-  copy_reshaped(x, out, *c.output(0));
+  out = Shape{};
+  for (int d = 0, j = 0; d < out_rank; ++d) out.push_back(inserted[static_cast<size_t>(d)] ? 1 : in[j++]);
   return Status::ok();
+}
+
+template <Status (*ShapeOf)(const ForwardContext&, const Shape&, Shape&)>
+Status reshape_like_forward(ForwardContext& c) {
+  GRIST_TRY(require_input(c, 0));
+  GRIST_TRY(require_output(c, 0));
+  Shape out;
+  GRIST_TRY(ShapeOf(c, c.input(0)->shape(), out));
+  copy_reshaped(*c.input(0), out, *c.output(0));
+  return Status::ok();
+}
+
+// An op's shape rule (OpDef::shape) from the function its kernel computes its one output's shape with.
+template <Status (*ShapeOf)(const ShapeContext&, const Shape&, Shape&)>
+Status single_output_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  out.assign(1, Shape{});
+  return ShapeOf(c, *c.shape(0), out[0]);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -325,6 +331,15 @@ Status view_accumulate_backward(BackwardContext& c) {
   return Status::ok();
 }
 
+// The shape rule of a view op: the view's shape, without gathering anything.
+template <Status (*View)(const ShapeContext&, const Shape&, StridedView&, Shape&)>
+Status view_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  StridedView v;
+  out.assign(1, Shape{});
+  return View(c, *c.shape(0), v, out[0]);
+}
+
 // Expand's gradient is the broadcast reduction every broadcasting op uses.
 Status expand_backward(BackwardContext& c) {
   Tensor* gx = c.grad_input(0);
@@ -398,6 +413,23 @@ Status concat_forward(ForwardContext& c) {
     const int64_t bytes = x->shape()[axis] * lay.unit_bytes;
     copy_rows(x->raw(), bytes, y.raw() + offset, row, lay.rows, bytes);
     offset += bytes;
+  }
+  return Status::ok();
+}
+
+Status concat_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (c.shapes.empty() || !c.shape(0)) return node_error(c.node, "needs at least one input");
+  const Shape& first = *c.shape(0);
+  int axis = 0;
+  GRIST_TRY(concat_axis(c.node, first.rank(), axis));
+  out.assign(1, first);
+  out[0][axis] = 0;
+  for (size_t i = 0; i < c.shapes.size(); ++i) {
+    const Shape* x = c.shape(i);
+    bool compatible = x && x->rank() == first.rank();
+    for (int d = 0; compatible && d < x->rank(); ++d) compatible = d == axis || (*x)[d] == first[d];
+    if (!compatible) return node_error(c.node, fmt::format("cannot concatenate input {} along axis {}", i, axis));
+    out[0][axis] += (*x)[axis];
   }
   return Status::ok();
 }
@@ -484,6 +516,18 @@ Status split_forward(ForwardContext& c) {
     }
     offset += bytes;
   }
+  return Status::ok();
+}
+
+Status split_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  const Shape& x = *c.shape(0);
+  const int axis = normalize_axis(c.node.attr_int("axis", 0), x.rank());
+  if (axis < 0) return node_error(c.node, fmt::format("axis is out of range for rank {}", x.rank()));
+  SplitSizes sizes;
+  GRIST_TRY(split_sizes(c, x[axis], c.node.outputs.size(), sizes));
+  out.assign(c.node.outputs.size(), x);
+  for (size_t k = 0; k < out.size(); ++k) out[k][axis] = sizes(k);
   return Status::ok();
 }
 
@@ -663,6 +707,14 @@ Status pad_forward(ForwardContext& c) {
     T* ys = y.data<T>();
     for_each_pad_source(p.out, maps.data<int64_t>(), [&](int64_t o, int64_t i) { ys[o] = i < 0 ? fill : xs[i]; });
   });
+  return Status::ok();
+}
+
+Status pad_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  PadSpec p;
+  GRIST_TRY(pad_spec(c, *c.shape(0), p));
+  out.assign(1, p.out);
   return Status::ok();
 }
 
@@ -871,6 +923,21 @@ Status shape_bounds(BoundsContext& c) {
   c.outputs[0] = IntervalTensor::of_exact(std::move(out[0]));
   return Status::ok();
 }
+// A selection, plus the constant a constant-mode Pad inserts (the kernel at the bounds inserts it; a
+// single-interval shortcut takes only the data's hull, so the constant joins it here).
+Status pad_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_select(c));
+  if (c.node.attr_string("mode", "constant") != "constant" || c.outputs.empty()) return Status::ok();
+  IntervalTensor& y = c.outputs[0];
+  if (y.lo.size() != 1 || y.exact) return Status::ok();
+  const IntervalTensor* v = c.input(2);
+  const double attr = c.node.attr_float("value", 0.0);  // before opset 11 the constant is an attribute
+  const Interval pad = v ? v->hull() : Interval{attr, attr};
+  y.lo[0] = std::min(y.lo[0], pad.lo);
+  y.hi[0] = std::max(y.hi[0], pad.hi);
+  return Status::ok();
+}
+
 // Casting rounds or truncates monotonically, except to bool (x ≠ 0).
 Status cast_bounds(BoundsContext& c) {
   if (c.node.attr_int("to", 0) != static_cast<int64_t>(DType::Bool)) return bounds_select(c);
@@ -910,23 +977,32 @@ Status size_bounds(BoundsContext& c) {
 
 void register_shape_ops(OpRegistry& r) {
   const uint32_t data_only = inputs_mask({0});
-  r.add(OpDef{"Reshape", "", reshape_forward, reshape_like_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Flatten", "", flatten_forward, reshape_like_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Squeeze", "", squeeze_forward, reshape_like_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Unsqueeze", "", unsqueeze_forward, reshape_like_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Transpose", "", view_forward<transpose_view>, view_assign_backward<transpose_view>, data_only, {}, bounds_select});
-  r.add(OpDef{"Slice", "", view_forward<slice_view>, view_assign_backward<slice_view>, data_only, {}, bounds_select});
-  r.add(OpDef{"Expand", "", view_forward<expand_view>, expand_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select});
-  r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select});
-  r.add(OpDef{"Split", "", split_forward, split_backward, data_only, {}, bounds_select});
-  r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, bounds_select});
+  // Same data, new shape: the blocks of a partitioned interval keep their order.
+  r.add(OpDef{"Reshape", "", reshape_like_forward<reshape_shape_of>, reshape_like_backward, data_only, {}, bounds_select,
+              kKeepsOrder, single_output_shape<reshape_shape_of>});
+  r.add(OpDef{"Flatten", "", reshape_like_forward<flatten_shape_of>, reshape_like_backward, data_only, {}, bounds_select,
+              kKeepsOrder, single_output_shape<flatten_shape_of>});
+  r.add(OpDef{"Squeeze", "", reshape_like_forward<squeeze_shape_of>, reshape_like_backward, data_only, {}, bounds_select,
+              kKeepsOrder, single_output_shape<squeeze_shape_of>});
+  r.add(OpDef{"Unsqueeze", "", reshape_like_forward<unsqueeze_shape_of>, reshape_like_backward, data_only, {},
+              bounds_select, kKeepsOrder, single_output_shape<unsqueeze_shape_of>});
+  r.add(OpDef{"Transpose", "", view_forward<transpose_view>, view_assign_backward<transpose_view>, data_only, {},
+              bounds_select, kPermutesDims, view_shape<transpose_view>});
+  r.add(OpDef{"Slice", "", view_forward<slice_view>, view_assign_backward<slice_view>, data_only, {}, bounds_select, 0,
+              view_shape<slice_view>});
+  r.add(OpDef{"Expand", "", view_forward<expand_view>, expand_backward, data_only, {}, bounds_select, 0,
+              view_shape<expand_view>});
+  r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select, 0,
+              view_shape<tile_view>});
+  r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select, 0, concat_shape});
+  r.add(OpDef{"Split", "", split_forward, split_backward, data_only, {}, bounds_select, 0, split_shape});
+  r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, pad_bounds, 0, pad_shape});
   r.add(OpDef{"Shape", "", shape_forward, nullptr, 0, {}, shape_bounds});
   r.add(OpDef{"Size", "", size_forward, nullptr, 0, {}, size_bounds});
   r.add(OpDef{"Constant", "", constant_forward, nullptr, 0});
   r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
-  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds});
-  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds});
+  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds, kElementwise});
+  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds, kElementwise});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
 }
 

@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/optimizers.h"
+#include "ops/registry.h"
 #include "search/sign_step.h"
 #include "search/switching.h"
 
@@ -181,8 +182,7 @@ Status TargetSearch::setup() {
   data_clips_.clear();
   switched_inputs_.clear();
   random_ops_ = false;
-  for (const Node& n : g_.nodes)
-    random_ops_ |= n.op_type == "Dropout" || n.op_type.rfind("Random", 0) == 0 || n.op_type == "Bernoulli";
+  random_ops_ = draws_random(g_);
   for (const auto& name : data_->input_names()) {
     const InputSpec& spec = data_->spec(name);
     if (spec.role == InputRole::Fixed) continue;
