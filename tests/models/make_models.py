@@ -195,8 +195,8 @@ def export_bad_models():
     w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 8, 4])
     r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 8, 2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])
-    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_a", hidden_size=2),
-             helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_b", hidden_size=2),
+    nodes = [helper.make_node("NonMaxSuppression", ["x", "w"], ["h"], name="nms_a"),
+             helper.make_node("NonMaxSuppression", ["x", "r"], ["h2"], name="nms_b"),
              helper.make_node("Det", ["h"], ["d"], name="det_1"),
              helper.make_node("Relu", ["d"], ["y"], name="relu")]
     m = helper.make_model(helper.make_graph(nodes, "unsupported", [x, w, r], [y]),
@@ -253,6 +253,8 @@ def main():
             export_cross_entropy()
         if "reliability" in only:
             export_reliability_models()
+        if "bad" in only:
+            export_bad_models()
         return
     export_reliability_models()
     export_bad_models()
