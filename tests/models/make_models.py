@@ -94,6 +94,40 @@ class VaeHead(nn.Module):
         return F.normalize(mean, dim=1), torch.exp(0.5 * logvar)
 
 
+class LstmClassifier(nn.Module):
+    """A two-layer bidirectional nn.LSTM over [seq, batch, features] and a linear head on the last step's
+    outputs: LSTM nodes of both directions, the second fed by the first's Y (Transpose, Reshape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 3, num_layers=2, bidirectional=True)
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[-1])
+
+
+class GruClassifier(nn.Module):
+    """A batch-first nn.GRU (exported with linear_before_reset = 1) and a linear head on its final state."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 3, batch_first=True)
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        _, h = self.gru(x)
+        return self.fc(h[-1])
+
+
+def export_recurrent():
+    torch.manual_seed(5)
+    export("lstm_classifier", LstmClassifier(), (torch.randn(5, 2, 4),), ["x"], ["y"], {}, 14)
+    torch.manual_seed(6)
+    export("gru_classifier", GruClassifier(), (torch.randn(2, 5, 4),), ["x"], ["y"], {}, 14)
+
+
 def export(name, model, args, input_names, output_names, dynamic, opset, loss_index=None, train_mode=False):
     model.eval()
     path = os.path.join(HERE, name + ".onnx")
@@ -255,6 +289,8 @@ def main():
             export_reliability_models()
         if "bad" in only:
             export_bad_models()
+        if "recurrent" in only:
+            export_recurrent()
         return
     export_reliability_models()
     export_bad_models()
@@ -273,6 +309,7 @@ def main():
     torch.manual_seed(3)
     export("vae_head", VaeHead(), (torch.rand(3, 1, 8, 8),), ["x"], ["direction", "std"],
            {"x": {0: "batch"}, "direction": {0: "batch"}, "std": {0: "batch"}}, 13)
+    export_recurrent()
 
 
 if __name__ == "__main__":
