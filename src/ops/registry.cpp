@@ -21,6 +21,7 @@ const OpRegistry& OpRegistry::global() {
     register_shape_ops(r);
     register_indexing_ops(r);
     register_random_ops(r);
+    register_recurrent_ops(r);
     return r;
   }();
   return registry;

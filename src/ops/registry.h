@@ -39,5 +39,6 @@ void register_normalization_ops(OpRegistry& r);
 void register_shape_ops(OpRegistry& r);
 void register_indexing_ops(OpRegistry& r);
 void register_random_ops(OpRegistry& r);
+void register_recurrent_ops(OpRegistry& r);
 
 }  // namespace grist

@@ -19,7 +19,7 @@ mkfifo "$TMP/pipe.onnx"
 expect "a pipe given as the model (no hang)" 2 "not a regular file" -- timeout 10 "$GRIST" run "$TMP/pipe.onnx"
 echo "not a model" >"$TMP/notes.onnx"
 expect "not an ONNX file" 2 "notes.onnx: not an ONNX model" -- "$GRIST" run "$TMP/notes.onnx"
-expect "unsupported ops listed at once with node names" 2 "LSTM \(lstm_a, lstm_b\).*Det \(det_1\)|Det \(det_1\).*LSTM \(lstm_a, lstm_b\)" -- "$GRIST" run "$M/unsupported_ops.onnx"
+expect "unsupported ops listed at once with node names" 2 "NonMaxSuppression \(nms_a, nms_b\).*Det \(det_1\)|Det \(det_1\).*NonMaxSuppression \(nms_a, nms_b\)" -- "$GRIST" run "$M/unsupported_ops.onnx"
 expect "a dimension too large for memory" 2 "would exceed|too large" -- "$GRIST" run "$M/mlp.onnx" --dim batch=100000000000
 expect "data of the wrong dtype" 2 "expects float32 data, got int64" -- "$GRIST" run "$M/mlp.onnx" --input "x=$SRC/tests/data/fixtures/int64_scalar.npy"
 expect "data of the wrong shape" 2 "expects dimension 1 to be 20" -- "$GRIST" run "$M/mlp.onnx" --input "x=$SRC/tests/data/fixtures/float32_2x3.npy"
@@ -37,7 +37,7 @@ expect "--assume without a range" 2 "--assume x=1: expected NAME=LO,HI" -- "$GRI
 expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=2,1
 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
-expect "hunt of a model with unsupported ops is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" hunt "$M/unsupported_ops.onnx" -q
+expect "hunt of a model with unsupported ops is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); NonMaxSuppression \(nms_a, nms_b\)" -- "$GRIST" hunt "$M/unsupported_ops.onnx" -q
 expect "hunt the bug-26 toy" 1 "TRIGGERED \(input-reached\) at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
@@ -96,7 +96,7 @@ expect "scan: a missing manifest" 2 "nonexistent.toml: cannot open file" -- "$GR
 expect "scan: a missing model" 2 "nonexistent.onnx: cannot open" -- "$GRIST" scan "$TMP/nonexistent.onnx"
 expect "scan: --assume with words for numbers" 2 "--assume x=a,b: LO and HI must be numbers" -- "$GRIST" scan "$M/mlp.onnx" --assume x=a,b
 expect "scan: the manifest's model" 1 "grist scan .*logreg_toy.onnx: 2 hazards" -- "$GRIST" scan --manifest "$M/logreg_toy.toml"
-expect "scan: a model with ops grist lacks is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); LSTM \(lstm_a, lstm_b\)" -- "$GRIST" scan "$M/unsupported_ops.onnx"
+expect "scan: a model with ops grist lacks is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); NonMaxSuppression \(nms_a, nms_b\)" -- "$GRIST" scan "$M/unsupported_ops.onnx"
 expect "hunt: a missing model" 2 "nonexistent.onnx: cannot open file" -- "$GRIST" hunt "$TMP/nonexistent.onnx"
 expect "hunt: --time-limit 0" 2 "--time-limit 0: expected a positive time" -- "$GRIST" hunt "$M/logreg_toy.toml" --time-limit 0
 expect "hunt: --target names no hazard" 2 "--target '/Nope' names no hazard of the model \(hazards: #1 Log '/Log'" -- "$GRIST" hunt "$M/logreg_toy.toml" --target /Nope -q

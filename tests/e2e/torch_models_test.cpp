@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/intervals.h"
 #include "analysis/scan.h"
 #include "data/npz.h"
 #include "engine/executor.h"
@@ -92,6 +93,36 @@ TEST(TorchModels, CrossEntropyWithClassWeightsAndIgnoredLabelsMatchesPyTorch) {
 }
 TEST(TorchModels, VaeHeadWithBatchNormAndSplitMatchesPyTorch) {
   expect_matches_pytorch({"vae_head", "direction", true, 2e-5});
+}
+
+// nn.LSTM (two layers, bidirectional: the second layer reads the first's Y of both directions) and a batch-first
+// nn.GRU (PyTorch's linear_before_reset = 1): outputs and the gradients of the input and of every weight,
+// which reach the ONNX nodes' W, R and B through the exporter's gate reordering (Slice, Concat).
+TEST(TorchModels, BidirectionalTwoLayerLstmClassifierMatchesPyTorch) {
+  expect_matches_pytorch({"lstm_classifier", "y", true});
+}
+TEST(TorchModels, BatchFirstGruClassifierMatchesPyTorch) { expect_matches_pytorch({"gru_classifier", "y", true}); }
+
+// The LSTM's hidden states are o ⊙ tanh(c): within [−1, 1] whatever the (trained, so unbounded) weights, and
+// the second layer's too, though its input is the first's output.
+TEST(TorchModels, ScanBoundsTheLstmStatesWhateverTheWeights) {
+  auto g = import_onnx_file((kModels / "lstm_classifier.onnx").string());
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  auto a = analyze_intervals(*g);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  EXPECT_TRUE(a->unbounded_nodes.empty()) << a->unbounded_nodes.front();
+  int lstms = 0;
+  for (const Node& n : g->nodes) {
+    if (n.op_type != "LSTM") continue;
+    ++lstms;
+    for (size_t o = 0; o < 2; ++o) {
+      const IntervalTensor& y = a->values[static_cast<size_t>(n.outputs[o])];
+      EXPECT_TRUE(y.shape_known);
+      EXPECT_GE(y.hull().lo, -1.0) << n.name;
+      EXPECT_LE(y.hull().hi, 1.0) << n.name;
+    }
+  }
+  EXPECT_EQ(lstms, 2);
 }
 
 // The scan of an exported model with batch norm, LeakyReLU, chunk (Split) and F.normalize: every op has

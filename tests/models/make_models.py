@@ -94,6 +94,40 @@ class VaeHead(nn.Module):
         return F.normalize(mean, dim=1), torch.exp(0.5 * logvar)
 
 
+class LstmClassifier(nn.Module):
+    """A two-layer bidirectional nn.LSTM over [seq, batch, features] and a linear head on the last step's
+    outputs: LSTM nodes of both directions, the second fed by the first's Y (Transpose, Reshape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 3, num_layers=2, bidirectional=True)
+        self.fc = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[-1])
+
+
+class GruClassifier(nn.Module):
+    """A batch-first nn.GRU (exported with linear_before_reset = 1) and a linear head on its final state."""
+
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(4, 3, batch_first=True)
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        _, h = self.gru(x)
+        return self.fc(h[-1])
+
+
+def export_recurrent():
+    torch.manual_seed(5)
+    export("lstm_classifier", LstmClassifier(), (torch.randn(5, 2, 4),), ["x"], ["y"], {}, 14)
+    torch.manual_seed(6)
+    export("gru_classifier", GruClassifier(), (torch.randn(2, 5, 4),), ["x"], ["y"], {}, 14)
+
+
 def export(name, model, args, input_names, output_names, dynamic, opset, loss_index=None, train_mode=False):
     model.eval()
     path = os.path.join(HERE, name + ".onnx")
@@ -195,8 +229,8 @@ def export_bad_models():
     w = helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 8, 4])
     r = helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 8, 2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])
-    nodes = [helper.make_node("LSTM", ["x", "w", "r"], ["h"], name="lstm_a", hidden_size=2),
-             helper.make_node("LSTM", ["x", "w", "r"], ["h2"], name="lstm_b", hidden_size=2),
+    nodes = [helper.make_node("NonMaxSuppression", ["x", "w"], ["h"], name="nms_a"),
+             helper.make_node("NonMaxSuppression", ["x", "r"], ["h2"], name="nms_b"),
              helper.make_node("Det", ["h"], ["d"], name="det_1"),
              helper.make_node("Relu", ["d"], ["y"], name="relu")]
     m = helper.make_model(helper.make_graph(nodes, "unsupported", [x, w, r], [y]),
@@ -253,6 +287,10 @@ def main():
             export_cross_entropy()
         if "reliability" in only:
             export_reliability_models()
+        if "bad" in only:
+            export_bad_models()
+        if "recurrent" in only:
+            export_recurrent()
         return
     export_reliability_models()
     export_bad_models()
@@ -271,6 +309,7 @@ def main():
     torch.manual_seed(3)
     export("vae_head", VaeHead(), (torch.rand(3, 1, 8, 8),), ["x"], ["direction", "std"],
            {"x": {0: "batch"}, "direction": {0: "batch"}, "std": {0: "batch"}}, 13)
+    export_recurrent()
 
 
 if __name__ == "__main__":
