@@ -668,37 +668,44 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
 }
 
 Status bounds_unbounded(BoundsContext& c) {
-  // Try the kernel at the lower bounds for the output shapes only.
-  std::vector<Tensor> store(c.inputs.size());
-  std::vector<const Tensor*> in(c.inputs.size(), nullptr);
-  bool shapes_known = true, widened = false;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const IntervalTensor* t = c.input(i);
-    if (!t) continue;
-    if (!t->shape_known) shapes_known = false;
-    if (t->exact) {
-      in[i] = t->exact.get();
-    } else if (t->shape_known) {
-      store[i] = bound_tensor(*t, false);
-      in[i] = &store[i];
-      widened |= store[i].dtype() == DType::Float64 && t->dtype != DType::Float64;
+  // The output shapes from the kernel run at the lower and at the upper bounds: known where both agree (an
+  // input that sets the shape by its value, OneHot's depth, is otherwise not to be read at one bound).
+  auto run_at = [&](bool upper, std::vector<Tensor>& out) {
+    std::vector<Tensor> store(c.inputs.size());
+    std::vector<const Tensor*> in(c.inputs.size(), nullptr);
+    bool widened = false;
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      const IntervalTensor* t = c.input(i);
+      if (!t) continue;
+      if (!t->shape_known) return false;
+      if (t->exact) {
+        in[i] = t->exact.get();
+      } else {
+        store[i] = bound_tensor(*t, upper);
+        in[i] = &store[i];
+        widened |= store[i].dtype() == DType::Float64 && t->dtype != DType::Float64;
+      }
     }
-  }
-  // Float bounds run as float64: a float32 constant beside them (a comparison with 0) must match, or the kernel
-  // refuses the mixed types and the output's shape is lost.
-  for (size_t i = 0; widened && i < c.inputs.size(); ++i) {
-    const IntervalTensor* t = c.input(i);
-    if (t && t->exact && t->exact->dtype() == DType::Float32) {
-      cast_tensor(*t->exact, DType::Float64, store[i]);
-      in[i] = &store[i];
+    // Float bounds run as float64: a float32 constant beside them (a comparison with 0) must match, or the
+    // kernel refuses the mixed types and the output's shape is lost.
+    for (size_t i = 0; widened && i < c.inputs.size(); ++i) {
+      const IntervalTensor* t = c.input(i);
+      if (t && t->exact && t->exact->dtype() == DType::Float32) {
+        cast_tensor(*t->exact, DType::Float64, store[i]);
+        in[i] = &store[i];
+      }
     }
-  }
-  std::vector<Tensor> out;
-  const bool ran = shapes_known && run_kernel(c.node, c.def, in, out).is_ok();
+    return run_kernel(c.node, c.def, in, out).is_ok();
+  };
+  bool ranged = false;
+  for (size_t i = 0; i < c.inputs.size(); ++i) ranged |= c.input(i) && !c.input(i)->exact;
+  std::vector<Tensor> lo_out, hi_out;
+  const bool ran = run_at(false, lo_out) && (!ranged || run_at(true, hi_out));
   for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const DType dt = ran && k < out.size() && out[k].defined() ? out[k].dtype() : DType::Undefined;
-    c.outputs[k] = ran && k < out.size() && out[k].defined() ? IntervalTensor::unbounded(dt, out[k].shape())
-                                                             : IntervalTensor::unknown(dt);
+    const bool known = ran && k < lo_out.size() && lo_out[k].defined() &&
+                       (!ranged || (k < hi_out.size() && hi_out[k].defined() && hi_out[k].shape() == lo_out[k].shape()));
+    const DType dt = ran && k < lo_out.size() && lo_out[k].defined() ? lo_out[k].dtype() : DType::Undefined;
+    c.outputs[k] = known ? IntervalTensor::unbounded(dt, lo_out[k].shape()) : IntervalTensor::unknown(dt);
   }
   return Status::ok();
 }

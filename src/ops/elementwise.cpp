@@ -932,7 +932,15 @@ Interval pow_interval(Interval b, Interval e, bool& nan) {
   if (b.lo < 0) nan = true;
   return {};
 }
-Status pow_bounds(BoundsContext& c) { return bounds_binary(c, pow_interval); }
+// An integer base gives an integer power: the float64 one truncated toward zero (the kernel's saturating
+// cast), a non-decreasing map, so the bounds truncate too (found by the registry-wide interval check).
+Status pow_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_binary(c, pow_interval));
+  if (c.outputs.empty() || !is_integer(c.outputs[0].dtype)) return Status::ok();
+  for (auto& v : c.outputs[0].lo) v = std::trunc(v);
+  for (auto& v : c.outputs[0].hi) v = std::trunc(v);
+  return Status::ok();
+}
 // Monotone functions whose float32 results stay in their mathematical range.
 Status exp_bounds(BoundsContext& c) { return bounds_monotone_within(c, {0, kInf}); }
 Status sigmoid_bounds(BoundsContext& c) { return bounds_monotone_within(c, {0, 1}); }

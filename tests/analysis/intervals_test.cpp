@@ -269,7 +269,7 @@ OnPoints expected_on_points(const NodeSpec& spec, const std::vector<Tensor>& pro
                             const Tensor& result) {
   static const std::set<std::string> finite_only = {"ArgMax", "ArgMin", "LayerNormalization", "Dropout",
                                                     "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss",
-                                                    "RandomUniform"};
+                                                    "RandomUniform", "RandomUniformLike"};
   const std::string& op = spec.op_type;
   auto attr = [&](const char* name) -> const Attribute* {
     for (const auto& [n, a] : spec.attributes)
@@ -1069,6 +1069,14 @@ INTERVAL_PROPERTY(RandomUniform) {
   check_sound(spec, {}, r);
 }
 
+// RandomUniformLike: the draws lie in [low, high] whatever the template's values.
+INTERVAL_PROPERTY(RandomUniformLike) {
+  Random r(seed());
+  const double a = r.uniform(-10, 10), b = a + r.uniform(0, 10);
+  NodeSpec spec{"RandomUniformLike", {{"low", attr_float(a)}, {"high", attr_float(b)}}};
+  const Shape shape{1 + r.pick(4), 1 + r.pick(4)};
+  check_sound(spec, {boxed(r, shape, random_style(r))}, r);
+}
 
 INTERVAL_PROPERTY(GatherND) {
   Random r(seed());
