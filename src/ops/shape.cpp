@@ -1,4 +1,5 @@
-// Shape ops: the data-movement kernels (Reshape, Transpose, Slice, Concat, Split, Expand, Tile, Pad, ...)
+// Shape ops: the data-movement kernels (Reshape, Transpose, Slice, Concat, Split, Expand, Tile, Pad,
+// DepthToSpace, SpaceToDepth, ...)
 // and the small shape-computing ones (Shape, Size, Constant, ConstantOfShape, Cast, Range).
 // A data-movement gradient routes each output element's gradient back to the input element it was read
 // from (accumulating where one input element feeds several outputs: Expand, Tile, Pad's reflect/edge).
@@ -338,6 +339,58 @@ Status view_shape(const ShapeContext& c, std::vector<Shape>& out) {
   StridedView v;
   out.assign(1, Shape{});
   return View(c, *c.shape(0), v, out[0]);
+}
+
+// DepthToSpace and SpaceToDepth: ONNX defines them as reshape → transpose → reshape of an [N, C, H, W]
+// tensor, so the output is a strided view of the input over six dims; every input element is read once,
+// and the backward is view_assign_backward (the inverse permutation).
+template <class Ctx>
+Status block_size(const Ctx& c, const Shape& in, int64_t& b) {
+  if (in.rank() != 4) return node_error(c.node, fmt::format("the input must have rank 4, got {}", in.str()));
+  b = c.node.attr_int("blocksize", 0);
+  if (b <= 0) return node_error(c.node, fmt::format("blocksize must be positive, got {}", b));
+  return Status::ok();
+}
+
+// DCR: the channel is (b1, b2, c) with c fastest; CRD: (c, b1, b2). Output dims (n, c, h, b1, w, b2).
+template <class Ctx>
+Status depth_to_space_view(const Ctx& c, const Shape& in, StridedView& v, Shape& out) {
+  int64_t b = 0;
+  GRIST_TRY(block_size(c, in, b));
+  const std::string mode = c.node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return node_error(c.node, fmt::format("unknown mode '{}'", mode));
+  if (in[1] % (b * b) != 0)
+    return node_error(c.node, fmt::format("{} channels are not a multiple of blocksize² = {}", in[1], b * b));
+  const int64_t cout = in[1] / (b * b), hw = in[2] * in[3];
+  const bool dcr = mode == "DCR";
+  v.push(in[0], in[1] * hw);
+  v.push(cout, dcr ? hw : b * b * hw);
+  v.push(in[2], in[3]);
+  v.push(b, dcr ? b * cout * hw : b * hw);
+  v.push(in[3], 1);
+  v.push(b, dcr ? cout * hw : hw);
+  v.coalesce();
+  out = Shape{in[0], cout, in[2] * b, in[3] * b};
+  return Status::ok();
+}
+
+// The inverse of DCR: output dims (n, b1, b2, c, h, w) read input row h·b + b1, column w·b + b2.
+template <class Ctx>
+Status space_to_depth_view(const Ctx& c, const Shape& in, StridedView& v, Shape& out) {
+  int64_t b = 0;
+  GRIST_TRY(block_size(c, in, b));
+  if (in[2] % b != 0 || in[3] % b != 0)
+    return node_error(c.node, fmt::format("spatial dims of {} are not multiples of blocksize {}", in.str(), b));
+  const int64_t w = in[3];
+  v.push(in[0], in[1] * in[2] * w);
+  v.push(b, w);
+  v.push(b, 1);
+  v.push(in[1], in[2] * w);
+  v.push(in[2] / b, b * w);
+  v.push(w / b, b);
+  v.coalesce();
+  out = Shape{in[0], in[1] * b * b, in[2] / b, w / b};
+  return Status::ok();
 }
 
 // Expand's gradient is the broadcast reduction every broadcasting op uses.
@@ -994,6 +1047,11 @@ void register_shape_ops(OpRegistry& r) {
               view_shape<expand_view>});
   r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select, 0,
               view_shape<tile_view>});
+  // These reorder elements across blocks of the grid: no trait fits, so a blocked input is expanded.
+  r.add(OpDef{"DepthToSpace", "", view_forward<depth_to_space_view>, view_assign_backward<depth_to_space_view>,
+              data_only, {}, bounds_select, 0, view_shape<depth_to_space_view>});
+  r.add(OpDef{"SpaceToDepth", "", view_forward<space_to_depth_view>, view_assign_backward<space_to_depth_view>,
+              data_only, {}, bounds_select, 0, view_shape<space_to_depth_view>});
   r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select, 0, concat_shape});
   r.add(OpDef{"Split", "", split_forward, split_backward, data_only, {}, bounds_select, 0, split_shape});
   r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, pad_bounds, 0, pad_shape});

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "analysis/intervals.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -410,6 +413,110 @@ TEST(Range, ZeroOrNonFiniteDeltaIsAnErrorNotAHang) {
       "");
 }
 
+// ---- DepthToSpace, SpaceToDepth ----
+
+// The float inputs held in `boxes` (one interval for all elements, or the same one per element), the others
+// as constants: the analysis's bounds of output 0, after checking that the kernel's output at points drawn
+// from the boxes lies inside them.
+IntervalTensor expect_bounds_sound(NodeSpec spec, const std::vector<Tensor>& inputs, const std::vector<Interval>& boxes,
+                                   bool per_element = false) {
+  IntervalOptions opts;
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (!is_float(inputs[k].dtype())) spec.constant_inputs.push_back(static_cast<int>(k));
+  for (size_t k = 0; k < inputs.size(); ++k)
+    if (is_float(inputs[k].dtype())) {
+      IntervalTensor t = IntervalTensor::filled(DType::Float32, inputs[k].shape(), boxes[k]);
+      if (per_element) {
+        t.lo.assign(static_cast<size_t>(t.numel()), boxes[k].lo);
+        t.hi.assign(static_cast<size_t>(t.numel()), boxes[k].hi);
+      }
+      opts.given[fmt::format("in{}", k)] = t;
+    }
+  Graph g = make_single_node_graph(spec, inputs);
+  auto a = analyze_intervals(g, opts);
+  EXPECT_TRUE(a.is_ok()) << a.message();
+  if (!a) return {};
+  const IntervalTensor b = a->values[static_cast<size_t>(g.outputs[0])];
+  Rng rng(3);
+  for (int point = 0; point < 20; ++point) {
+    std::vector<Tensor> probe = inputs;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (!is_float(inputs[k].dtype())) continue;
+      probe[k] = Tensor(DType::Float32, inputs[k].shape());
+      for (float& v : probe[k].span<float>()) v = static_cast<float>(rng.uniform(boxes[k].lo, boxes[k].hi));
+    }
+    Tensor y = run1(spec, probe);
+    EXPECT_TRUE(b.shape_known && b.shape == y.shape()) << b.shape.str() << " vs " << y.shape().str();
+    if (b.shape != y.shape()) return b;
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const double v = y.get_as_double(i);
+      EXPECT_TRUE(b.lo_at(i) <= v && v <= b.hi_at(i)) << spec.op_type << "[" << i << "] = " << v << " outside ["
+                                                      << b.lo_at(i) << ", " << b.hi_at(i) << "]";
+    }
+  }
+  return b;
+}
+
+TEST(DepthToSpace, DcrAndCrdOrderTheChannelBlocksDifferently) {
+  Tensor x = iota({1, 8, 1, 2});
+  Tensor dcr = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  EXPECT_TRUE(tensors_close(doubles({1, 2, 2, 4}, {0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15}), dcr));
+  Tensor crd = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("CRD")), {x});
+  EXPECT_TRUE(tensors_close(doubles({1, 2, 2, 4}, {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15}), crd));
+}
+
+TEST(DepthToSpace, SpaceToDepthUndoesDcr) {
+  Tensor x = iota({2, 3, 4, 6}, DType::Int32);
+  Tensor y = run1(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {x});
+  EXPECT_EQ(y.shape(), (Shape{2, 12, 2, 3}));
+  EXPECT_TRUE(tensors_close(x, run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {y})));
+}
+
+TEST(DepthToSpace, BadBlocksizeModeOrShapeIsAnError) {
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {iota({1, 6, 2, 2})}), "");
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(0)), {iota({1, 4, 2, 2})}), "");
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("XYZ")),
+                     {iota({1, 4, 2, 2})}),
+            "");
+  EXPECT_NE(error_of(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {iota({1, 1, 3, 2})}), "");
+  EXPECT_NE(error_of(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {iota({4, 2})}), "");
+}
+
+TEST(DepthToSpace, GradientsAreTheInversePermutation) {
+  Rng rng(31);
+  expect_gradient_matches(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {random_tensor(rng, {2, 8, 2, 3})});
+  expect_gradient_matches(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("CRD")),
+                          {random_tensor(rng, {1, 8, 3, 2})});
+  expect_gradient_matches(Spec("SpaceToDepth").attr("blocksize", attr_int(3)), {random_tensor(rng, {2, 2, 3, 6})});
+}
+
+TEST(DepthToSpace, BoundsAreTheInputsOnesMovedAndTheHullForLargeInputs) {
+  // Element-wise boxes move with their elements.
+  Tensor x = iota({1, 8, 1, 2}, DType::Float32);
+  Graph g = make_single_node_graph(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  IntervalOptions opts;
+  IntervalTensor box = IntervalTensor::filled(DType::Float32, x.shape(), {});
+  box.lo.resize(16);
+  box.hi.resize(16);
+  for (int i = 0; i < 16; ++i) box.lo[static_cast<size_t>(i)] = box.hi[static_cast<size_t>(i)] = i;
+  opts.given["in0"] = box;
+  auto a = analyze_intervals(g, opts);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.outputs[0])];
+  const Tensor expected = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  for (int64_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(y.lo_at(i), expected.get_as_double(i));
+    EXPECT_EQ(y.hi_at(i), expected.get_as_double(i));
+  }
+  // Beyond kElementwiseLimit the input is one interval: so is the output, shaped by the shape rule.
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    const IntervalTensor b = expect_bounds_sound(Spec(op).attr("blocksize", attr_int(2)),
+                                                 {Tensor(DType::Float32, {1, 4, 64, 64})}, {{-3, 5}});
+    EXPECT_EQ(b.hull().lo, -3);
+    EXPECT_EQ(b.hull().hi, 5);
+  }
+}
+
 // Data movement is dtype-agnostic: bool and 1-byte types go through the same paths.
 TEST(DataMovement, WorksOnBoolAndByteTypes) {
   Tensor b = Tensor::from<bool>({2, 2}, {true, false, false, true});
@@ -434,6 +541,9 @@ TEST(DataMovement, RepeatedPassesAllocateNothing) {
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("Pad").attr("mode", attr_string("reflect")).constants({1}),
                                         {x, ints({1, 2, 1, 2})}));
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("Cast").attr("to", attr_int(static_cast<int64_t>(DType::Float32))), {x}));
+  Tensor image = random_tensor(rng, {1, 4, 2, 2});
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {image}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {image}));
 }
 
 }  // namespace
