@@ -413,7 +413,7 @@ TEST(Range, ZeroOrNonFiniteDeltaIsAnErrorNotAHang) {
       "");
 }
 
-// ---- DepthToSpace, SpaceToDepth ----
+// ---- DepthToSpace, SpaceToDepth, Trilu ----
 
 // The float inputs held in `boxes` (one interval for all elements, or the same one per element), the others
 // as constants: the analysis's bounds of output 0, after checking that the kernel's output at points drawn
@@ -517,6 +517,43 @@ TEST(DepthToSpace, BoundsAreTheInputsOnesMovedAndTheHullForLargeInputs) {
   }
 }
 
+TEST(Trilu, UpperAndLowerWithK) {
+  Tensor a = Tensor::from<int64_t>({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({3, 4}, {0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12}),
+                            run1(Spec("Trilu").constants({1}), {a, Tensor::scalar<int64_t>(1)})));
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({3, 4}, {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0}),
+                            run1(Spec("Trilu").attr("upper", attr_int(0)).constants({1}),
+                                 {a, Tensor::scalar<int64_t>(-1)})));
+  // Without k: the main diagonal; k beyond the matrix keeps all or nothing; batches of matrices.
+  Tensor b = iota({2, 2, 2});
+  EXPECT_TRUE(tensors_close(doubles({2, 2, 2}, {0, 1, 0, 3, 4, 5, 0, 7}), run1(Spec("Trilu"), {b})));
+  EXPECT_TRUE(tensors_close(b, run1(Spec("Trilu").constants({1}), {b, Tensor::scalar<int64_t>(-5)})));
+  EXPECT_TRUE(tensors_close(doubles({2, 2, 2}, {0, 0, 0, 0, 0, 0, 0, 0}),
+                            run1(Spec("Trilu").constants({1}), {b, Tensor::scalar<int64_t>(5)})));
+  EXPECT_NE(error_of(Spec("Trilu"), {iota({3})}), "");
+}
+
+TEST(Trilu, GradientIsTheMask) {
+  Rng rng(32);
+  expect_gradient_matches(Spec("Trilu").constants({1}), {random_tensor(rng, {2, 3, 4}), Tensor::scalar<int64_t>(0)});
+  expect_gradient_matches(Spec("Trilu").attr("upper", attr_int(0)).constants({1}),
+                          {random_tensor(rng, {4, 3}), Tensor::scalar<int64_t>(1)});
+}
+
+TEST(Trilu, BoundsJoinZeroWhereElementsAreZeroed) {
+  // Small: per element, the zeroed ones exactly 0. Large: one interval, 0 joining [1, 2].
+  IntervalTensor small = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {3, 3})}, {{1, 2}}, true);
+  EXPECT_EQ(small.hi_at(3), 0);
+  EXPECT_EQ(small.lo_at(0), 1);
+  IntervalTensor large = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {2, 64, 64})}, {{1, 2}});
+  EXPECT_EQ(large.hull().lo, 0);
+  EXPECT_EQ(large.hull().hi, 2);
+  // k that zeroes nothing leaves the hull alone.
+  IntervalTensor none = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {2, 64, 64}), Tensor::scalar<int64_t>(-64)},
+                                            {{1, 2}, {}});
+  EXPECT_EQ(none.hull().lo, 1);
+}
+
 // Data movement is dtype-agnostic: bool and 1-byte types go through the same paths.
 TEST(DataMovement, WorksOnBoolAndByteTypes) {
   Tensor b = Tensor::from<bool>({2, 2}, {true, false, false, true});
@@ -544,6 +581,7 @@ TEST(DataMovement, RepeatedPassesAllocateNothing) {
   Tensor image = random_tensor(rng, {1, 4, 2, 2});
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {image}));
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {image}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Trilu"), {x}));
 }
 
 }  // namespace
