@@ -246,7 +246,7 @@ void expect_gradient_matches(const NodeSpec& spec, const std::vector<Tensor>& in
 }
 
 std::vector<IntervalTensor> expect_bounds_sound(const NodeSpec& spec, const std::vector<Tensor>& shapes,
-                                                const std::vector<Interval>& boxes, uint64_t seed) {
+                                                const std::vector<Interval>& boxes, uint64_t seed, BoxLayout layout) {
   std::vector<Tensor> probe(shapes.size());
   NodeSpec with_constants = spec;
   IntervalOptions opts;
@@ -258,7 +258,12 @@ std::vector<IntervalTensor> expect_bounds_sound(const NodeSpec& spec, const std:
       continue;
     }
     probe[k] = Tensor(DType::Float32, shapes[k].shape());
-    opts.given[fmt::format("in{}", k)] = IntervalTensor::filled(DType::Float32, shapes[k].shape(), boxes[k]);
+    IntervalTensor box = IntervalTensor::filled(DType::Float32, shapes[k].shape(), boxes[k]);
+    if (layout == BoxLayout::PerElement) {
+      box.lo.assign(static_cast<size_t>(box.numel()), boxes[k].lo);
+      box.hi.assign(static_cast<size_t>(box.numel()), boxes[k].hi);
+    }
+    opts.given[fmt::format("in{}", k)] = std::move(box);
   }
   Graph g = make_single_node_graph(with_constants, probe);
   auto a = analyze_intervals(g, opts);
