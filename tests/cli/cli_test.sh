@@ -28,6 +28,19 @@ expect "a finite run exits 0" 0 "every value finite" -- "$GRIST" run "$M/mlp.onn
 expect "log(softmax) on wide logits names Log" 1 "node '/Log' \(Log\)" -- "$GRIST" run "$SRC/examples/log_softmax.onnx" --range=-300,300 --batch 8 --seed 3
 expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
 expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
+# run --output: the outputs (and with --dump every value) in an .npz numpy reads, never over a file.
+expect "run --output writes the outputs" 0 "wrote .*run.npz: 1 arrays \(outputs\)" -- "$GRIST" run "$M/mlp.onnx" --batch 3 --output "$TMP/run.npz"
+expect "numpy reads the outputs back" 0 "^y \(3, 5\) float32$" -- /usr/bin/python3 -c "import numpy as np; d = np.load('$TMP/run.npz'); [print(k, d[k].shape, d[k].dtype) for k in d.files]"
+expect "run --output never overwrites a file" 2 "run.npz: already exists; refusing to overwrite it" -- "$GRIST" run "$M/mlp.onnx" --output "$TMP/run.npz"
+expect "the refused file is left as it was" 0 "^y$" -- /usr/bin/python3 -c "import numpy as np; print(*np.load('$TMP/run.npz').files)"
+expect "run --dump needs --output" 2 "--dump needs --output" -- "$GRIST" run "$M/mlp.onnx" --dump
+expect "run --output into a missing folder" 2 "--output .*nofolder/r.npz: .*nofolder is not a folder" -- "$GRIST" run "$M/mlp.onnx" --output "$TMP/nofolder/r.npz"
+expect "run --dump escapes '/' in value names" 0 "wrote .*dump.npz: 4 arrays \(inputs, every node output\), 2 names with %XX escapes" -- "$GRIST" run "$M/mlp.onnx" --batch 3 --dump --output "$TMP/dump.npz"
+expect "numpy reads the dump, unquote gives the ONNX names" 0 "^x /fc1/Gemm_output_0 /Relu_output_0 y$" -- /usr/bin/python3 -c "import numpy as np, urllib.parse as u; print(*[u.unquote(k) for k in np.load('$TMP/dump.npz').files])"
+expect "run --output of a NaN still writes it, exit 1" 1 "wrote .*nan.npz" -- "$GRIST" run "$SRC/examples/log_softmax.onnx" --range=-300,300 --batch 8 --seed 3 --output "$TMP/nan.npz"
+expect "run --output --json names the file" 0 '"output_file": \{' -- "$GRIST" run "$M/mlp.onnx" --json --output "$TMP/run-json.npz"
+expect "no temporary file is left beside the outputs" 0 "^0$" -- bash -c "ls '$TMP' | grep -c '\.tmp-'; true"
+
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
 expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(your statement: --assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights
 expect "scan --sarif writes the report" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
