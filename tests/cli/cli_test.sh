@@ -41,6 +41,20 @@ expect "run --output of a NaN still writes it, exit 1" 1 "wrote .*nan.npz" -- "$
 expect "run --output --json names the file" 0 '"output_file": \{' -- "$GRIST" run "$M/mlp.onnx" --json --output "$TMP/run-json.npz"
 expect "no temporary file is left beside the outputs" 0 "^0$" -- bash -c "ls '$TMP' | grep -c '\.tmp-'; true"
 
+# ONNX external data (weights beside the model), read from the model's folder and never from outside it.
+X=$TMP/external
+expect "external-data models are made" 0 "" -- /usr/bin/python3 "$SRC/tests/models/make_external_data.py" "$X"
+expect "run a model with external weights" 0 "wrote .*ext.npz" -- "$GRIST" run "$X/ok/model.onnx" --input "$X/ok/input.npz" --output "$TMP/ext.npz" --dump
+expect "its outputs match numpy's" 0 "^match$" -- /usr/bin/python3 -c "import numpy as np; a = np.load('$TMP/ext.npz'); e = np.load('$X/ok/expected.npz'); print('match' if np.allclose(a['y'], e['y'], rtol=1e-6, atol=1e-6) and '%2Ffc%2FMatMul_output_0' in a.files else a.files)"
+expect "a location through a symlink inside the folder" 0 "every value finite" -- "$GRIST" run "$X/ok/linked.onnx"
+expect "from another working directory" 0 "every value finite" -- bash -c "cd / && '$(realpath "$GRIST")' run '$X/ok/model.onnx'"
+expect "external data: an absolute location" 2 "absolute/model.onnx: tensor 'W' external data '/.*weights.bin': an absolute path" -- "$GRIST" run "$X/absolute/model.onnx"
+expect "external data: a location leaving the folder" 2 "tensor 'W' external data '../../ok/weights.bin': '..' leads out of the model's folder" -- "$GRIST" run "$X/dotdot/sub/model.onnx"
+expect "external data: a symlink leading outside" 2 "tensor 'W' external data 'weights.bin': resolves to .*ok/weights.bin, outside the model's folder" -- "$GRIST" scan "$X/symlink/model.onnx"
+expect "external data: a missing file" 2 "missing/model.onnx: tensor 'W' external data 'weights.bin' \(.*missing/weights.bin\): cannot open file: No such file" -- "$GRIST" hunt "$X/missing/model.onnx" -q
+expect "external data: past the end of the file" 2 "tensor 'scale' external data 'weights.bin': bytes 60 to 68 lie beyond the end of the file \(64 bytes\)" -- "$GRIST" run "$X/short/model.onnx"
+expect "external data: a length the shape does not need" 2 "tensor 'W' external data 'weights.bin': length 44 bytes, but its shape \[4, 3\] of float32 needs 48" -- "$GRIST" run "$X/length/model.onnx"
+
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
 expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(your statement: --assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights
 expect "scan --sarif writes the report" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"
