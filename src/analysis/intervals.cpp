@@ -5,7 +5,7 @@
 
 #include "analysis/trained_weights.h"
 #include "analysis/training_bounds.h"
-#include "data/load.h"
+#include "data/dataset.h"
 #include "ops/registry.h"
 
 namespace grist {
@@ -27,39 +27,14 @@ Interval tensor_hull(const Tensor& t) {
   return h;
 }
 
-Interval scaled(Interval r, double scale) {
-  Interval s{r.lo * scale, r.hi * scale};
-  return {std::min(s.lo, s.hi), std::max(s.lo, s.hi)};
-}
-
 // The range a manifest entry allows the hunt to put into the input, and why.
 Result<std::pair<Interval, std::string>> manifest_range(const InputSpec& in) {
   if (in.range == ClipRange::Explicit) return std::pair{Interval{in.lo, in.hi}, std::string("manifest range")};
-  if (in.one_hot > 0) return std::pair{Interval{0, 1}, std::string("one-hot labels")};
-  Interval src{};
-  std::string why;
-  if (in.source == "values") {
-    src = scaled(tensor_hull(in.values), in.scale);
-    why = "manifest values";
-  } else if (in.source == "uniform") {
-    src = scaled({in.uniform_lo, in.uniform_hi}, in.scale);
-    why = "manifest uniform source";
-  } else if (in.source == "fashion-mnist") {
-    const bool labels = in.file.find("labels") != std::string::npos;
-    src = labels ? Interval{0, 9} : scaled({0, 255}, in.scale);
-    why = labels ? "Fashion-MNIST labels" : "Fashion-MNIST pixels × scale";
-  } else if (in.source == "npz" || in.source == "npy") {
-    auto loaded = load_tensors(in.file);
-    if (!loaded) return loaded.error();
-    const Tensor* t = nullptr;
-    for (auto& [name, tensor] : *loaded)
-      if (in.source == "npy" || name == in.key) t = &tensor;
-    GRIST_CHECK(t != nullptr, "{}: no array '{}'", in.file, in.key);
-    src = scaled(tensor_hull(*t), in.scale);
-    why = "hull of the data file × scale";
-  } else {
-    return std::pair{kDefaultInput, std::string("normal source: RANUM default for inputs")};
-  }
+  auto source = source_range(in);
+  if (!source) return source.error();
+  if (!*source) return std::pair{kDefaultInput, std::string("normal source: RANUM default for inputs")};
+  const Interval src{(*source)->lo, (*source)->hi};
+  const std::string& why = (*source)->why;
   // Data the hunt may step freely (range "none") can leave the source's hull.
   if (in.role == InputRole::Data && in.range == ClipRange::None)
     return std::pair{Interval{std::min(src.lo, kDefaultInput.lo), std::max(src.hi, kDefaultInput.hi)},

@@ -11,6 +11,7 @@
 
 namespace grist {
 
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -148,7 +149,7 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
     auto v = tensor_of_array(*a, r, p + "values");
     if (!v) return v.error();
     in.values = std::move(v).value();
-    in.source = "values";
+    in.source = InputSource::Values;
   } else if (s.rfind("fashion-mnist:", 0) == 0) {
     static const std::set<std::string> parts{"train-images", "train-labels", "test-images", "test-labels"};
     std::string part = s.substr(14);
@@ -156,18 +157,18 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
     std::string kind = part.substr(part.find('-') + 1);
     in.file = fmt::format("{}/{}-{}-ubyte.gz", kFashionMnistDir, part.substr(0, part.find('-')),
                           kind == "images" ? "images-idx3" : "labels-idx1");
-    in.source = "fashion-mnist";
+    in.source = InputSource::FashionMnist;
   } else if (s.rfind("npz:", 0) == 0) {
     auto colon = s.find(':', 4);
     if (colon == std::string::npos) return r.error(p + "source", "expected npz:FILE:KEY");
     in.file = r.resolve(s.substr(4, colon - 4));
     in.key = s.substr(colon + 1);
-    in.source = "npz";
+    in.source = InputSource::Npz;
   } else if (s.rfind("npy:", 0) == 0) {
     in.file = r.resolve(s.substr(4));
-    in.source = "npy";
+    in.source = InputSource::Npy;
   } else if (s == "uniform" || s == "normal") {
-    in.source = s;
+    in.source = s == "uniform" ? InputSource::Uniform : InputSource::Normal;
     if (t.get(s)) {
       auto pr = r.pair(t, p, s);
       if (!pr) return pr.error();

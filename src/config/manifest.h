@@ -7,21 +7,22 @@
 #include <string>
 #include <vector>
 
-#include "engine/optimizers.h"
 #include "config/config.h"
+#include "config/optimizer_config.h"
 #include "tensor/tensor.h"
 #include "util/status.h"
 
 namespace grist {
 
 enum class InputRole { Data, Label, Fixed };
+// Where an input's samples come from (manifest key `source`).
+enum class InputSource { Values, FashionMnist, Npz, Npy, Uniform, Normal };
 enum class ClipRange { None, Explicit, FirstBatch };
 
 struct InputSpec {
   std::string name;
   InputRole role = InputRole::Fixed;
-  // Source kinds: "values", "fashion-mnist", "npz", "npy", "uniform", "normal".
-  std::string source = "uniform";
+  InputSource source = InputSource::Uniform;
   std::string file;              // npz/npy file (absolute) or the IDX file of fashion-mnist
   std::string key;               // npz entry
   Tensor values;                 // source = values: rows are samples (float64 as written)
@@ -33,7 +34,7 @@ struct InputSpec {
   ClipRange range = ClipRange::None;
   double lo = 0, hi = 0;         // with ClipRange::Explicit
   bool redraw = false;
-  bool sampled() const { return source == "uniform" || source == "normal"; }
+  bool sampled() const { return source == InputSource::Uniform || source == InputSource::Normal; }
 };
 
 struct TrainSpec {

@@ -1,6 +1,7 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -16,13 +17,13 @@ namespace {
 // The rows of a source, as float64 [N, ...] after one-hot and scale (types are converted per batch).
 Result<Tensor> load_rows(const InputSpec& in) {
   Tensor raw;
-  if (in.source == "values") {
+  if (in.source == InputSource::Values) {
     raw = in.values;
-  } else if (in.source == "fashion-mnist") {
+  } else if (in.source == InputSource::FashionMnist) {
     auto t = read_idx(in.file);
     if (!t) return make_error("input '{}': {} (install Debian's dataset-fashion-mnist)", in.name, t.message());
     raw = std::move(t).value();
-  } else if (in.source == "npz") {
+  } else if (in.source == InputSource::Npz) {
     auto all = read_npz(in.file);
     if (!all) return make_error("input '{}': {}", in.name, all.message());
     bool found = false;
@@ -32,7 +33,7 @@ Result<Tensor> load_rows(const InputSpec& in) {
         found = true;
       }
     GRIST_CHECK(found, "input '{}': {} has no array named '{}'", in.name, in.file, in.key);
-  } else if (in.source == "npy") {
+  } else if (in.source == InputSource::Npy) {
     auto t = read_npy(in.file);
     if (!t) return make_error("input '{}': {}", in.name, t.message());
     raw = std::move(t).value();
@@ -193,7 +194,7 @@ Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& r
   // Random draws: uniform or normal, in the input's type.
   Tensor draw(DType::Float64, out.shape());
   for (double& v : draw.span<double>())
-    v = s.spec.source == "normal" ? rng_.normal(s.spec.normal_mean, s.spec.normal_std)
+    v = s.spec.source == InputSource::Normal ? rng_.normal(s.spec.normal_mean, s.spec.normal_std)
                                   : rng_.uniform(s.spec.uniform_lo, s.spec.uniform_hi);
   if (s.spec.scale != 1.0)
     for (double& v : draw.span<double>()) v *= s.spec.scale;
@@ -225,6 +226,38 @@ Status Dataset::redraw(Batch& batch) {
   return Status::ok();
 }
 
+Result<std::optional<SourceRange>> source_range(const InputSpec& in) {
+  auto scaled = [&](double lo, double hi) { return std::pair{std::min(lo * in.scale, hi * in.scale), std::max(lo * in.scale, hi * in.scale)}; };
+  if (in.one_hot > 0) return std::optional<SourceRange>(SourceRange{0, 1, "one-hot labels"});
+  switch (in.source) {
+    case InputSource::Uniform: {
+      const auto [lo, hi] = scaled(in.uniform_lo, in.uniform_hi);
+      return std::optional<SourceRange>(SourceRange{lo, hi, "manifest uniform source"});
+    }
+    case InputSource::Normal:
+      return std::optional<SourceRange>();
+    case InputSource::FashionMnist: {
+      // The IDX format fixes the range; reading 47 million pixels to learn it is not needed.
+      if (in.file.find("labels") != std::string::npos)
+        return std::optional<SourceRange>(SourceRange{0, 9, "Fashion-MNIST labels"});
+      const auto [lo, hi] = scaled(0, 255);
+      return std::optional<SourceRange>(SourceRange{lo, hi, "Fashion-MNIST pixels × scale"});
+    }
+    case InputSource::Values:
+    case InputSource::Npz:
+    case InputSource::Npy: {
+      auto rows = load_rows(in);
+      if (!rows) return rows.error();
+      double lo = INFINITY, hi = -INFINITY;
+      for (double v : rows->span<double>())
+        if (v == v) lo = std::min(lo, v), hi = std::max(hi, v);
+      return std::optional<SourceRange>(
+          SourceRange{lo, hi, in.source == InputSource::Values ? "manifest values" : "hull of the data file × scale"});
+    }
+  }
+  return std::optional<SourceRange>();
+}
+
 namespace {
 
 // The classes an integer input indexes when it is a loss's target: dimension 1 of the scores that
@@ -248,7 +281,7 @@ void default_inputs(const Graph& g, Manifest& m) {
     if (m.inputs.count(v.name)) continue;
     InputSpec in;
     in.name = v.name;
-    in.source = "uniform";
+    in.source = InputSource::Uniform;
     if (is_float(v.dtype) || v.dtype == DType::Undefined) {
       in.role = InputRole::Data;
     } else {

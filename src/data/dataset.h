@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,15 @@ class Dataset {
   std::vector<int64_t> order_;
   size_t cursor_ = 0;
 };
+
+// The values an input's source can put into the model (after one-hot and scale), and why, for the interval
+// analysis: the hull of inline values and data files, a data set's value range, the uniform draws' range;
+// none for normal draws (unbounded). The one place an input spec becomes a range.
+struct SourceRange {
+  double lo = 0, hi = 0;
+  std::string why;
+};
+Result<std::optional<SourceRange>> source_range(const InputSpec& in);
 
 // Without a manifest (or for the inputs it leaves out) every float input is searched data drawn uniform in
 // [0, 1) and every integer input a label drawn in [0, 10), or in [0, C) when it is the target of a loss over C

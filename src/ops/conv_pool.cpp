@@ -18,12 +18,6 @@ namespace {
 constexpr int kMaxSpatial = Shape::kMaxRank - 2;
 using SpatialArray = std::array<int64_t, kMaxSpatial>;
 
-template <class T>
-using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
-template <class T>
-using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
 
 // Attributes read in place: attr_ints would copy into a fresh vector on every call.
 std::span<const int64_t> ints_attr(const Node& node, std::string_view key) {
@@ -579,11 +573,6 @@ Status conv_backward(BackwardContext& ctx) {
   if (dw) dw->resize(w.dtype(), w.shape());
   if (db) db->resize(bias->dtype(), bias->shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    for (Tensor* g : {dx, dw, db})
-      if (g) g->fill_zero();
-    return Status::ok();
-  }
   ConvShape cs;
   constexpr ShapeFn shape_fn = Transposed ? conv_transpose_shape : conv_shape;
   GRIST_TRY(shape_fn(ctx.node, x, w, bias, cs));
@@ -906,7 +895,6 @@ Status pool_backward(BackwardContext& ctx) {
   if (!dx) return Status::ok();
   dx->resize_zero(x.dtype(), x.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) return Status::ok();
   if constexpr (is_max(Kind)) {
     const Tensor& argmax = ctx.state.slot(0);
     if (argmax.dtype() != DType::Int64 || argmax.numel() != dy->numel())

@@ -367,10 +367,6 @@ Status unary_backward(BackwardContext& ctx) {
   if (gx == nullptr) return Status::ok();
   const Tensor& x = *ctx.input(0);
   const Tensor* gy = ctx.grad_output(0);
-  if (gy == nullptr) {
-    gx->resize_zero(x.dtype(), x.shape());
-    return Status::ok();
-  }
   const Tensor& y = *ctx.output(0);
   const Op op = make_op<Op>(ctx.node);
   const bool supported = dispatch_float(x.dtype(), [&](auto tag) {
@@ -481,10 +477,6 @@ void binary_operand_grad(BackwardContext& ctx, size_t k, Partial partial) {
   const Tensor& y = *ctx.output(0);
   const Shape& target = (k == 0 ? a : b).shape();
   const Tensor* gy = ctx.grad_output(0);
-  if (gy == nullptr) {
-    grad->resize_zero(y.dtype(), target);
-    return;
-  }
   write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
     const T* g = gy->data<T>();
     const T* pa = a.data<T>();
@@ -744,9 +736,7 @@ Status sum_mean_backward(BackwardContext& ctx) {
       Tensor* grad = ctx.grad_input(k);
       if (grad == nullptr) continue;
       const Shape& target = ctx.input(k)->shape();
-      if (gy == nullptr) {
-        grad->resize_zero(y.dtype(), target);
-      } else if constexpr (Fold::kMean) {
+      if constexpr (Fold::kMean) {
         write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
           const T* g = gy->data<T>();
           T* d = dst.data<T>();
@@ -790,10 +780,6 @@ Status select_backward(BackwardContext& ctx) {
       Tensor* grad = ctx.grad_input(k);
       if (grad == nullptr) continue;
       const Shape& target = ctx.input(k)->shape();
-      if (gy == nullptr) {
-        grad->resize_zero(y.dtype(), target);
-        continue;
-      }
       write_operand_grad(*grad, y.dtype(), target, y.shape(), ctx.state.slot(0), [&](Tensor& dst) {
         const T* g = gy->data<T>();
         const T* px = ctx.input(k)->template data<T>();
@@ -875,10 +861,6 @@ Status clip_backward(BackwardContext& ctx) {
   if (gx == nullptr) return Status::ok();
   const Tensor& x = *ctx.input(0);
   const Tensor* gy = ctx.grad_output(0);
-  if (gy == nullptr) {
-    gx->resize_zero(x.dtype(), x.shape());
-    return Status::ok();
-  }
   Status status;
   const bool supported = dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -910,12 +892,7 @@ Status identity_forward(ForwardContext& ctx) {
 Status identity_backward(BackwardContext& ctx) {
   Tensor* gx = ctx.grad_input(0);
   if (gx == nullptr) return Status::ok();
-  const Tensor* gy = ctx.grad_output(0);
-  if (gy == nullptr) {
-    gx->resize_zero(ctx.input(0)->dtype(), ctx.input(0)->shape());
-  } else {
-    gx->copy_from(*gy);
-  }
+  gx->copy_from(*ctx.grad_output(0));
   return Status::ok();
 }
 

@@ -300,7 +300,6 @@ Status gather_backward(BackwardContext& c) {
   const Tensor& data = *c.input(0);
   gd->resize_zero(data.dtype(), data.shape());
   const Tensor* gy = c.grad_output(0);
-  if (!gy) return Status::ok();
   Runs runs;
   GRIST_TRY(runs.init(c.node, data.shape(), *c.input(1), runs_attr<Runs>(c.node)));
   scatter_add_runs(runs, *gy, *gd);

@@ -12,9 +12,6 @@
 namespace grist {
 namespace {
 
-template <class T>
-using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
 // A row-major matrix in memory, used as stored or transposed.
 template <class T>
 struct MatRef {
@@ -159,11 +156,6 @@ Status matmul_backward(BackwardContext& ctx) {
   if (da) da->resize(a.dtype(), a.shape());
   if (db) db->resize(b.dtype(), b.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    if (da) da->fill_zero();
-    if (db) db->fill_zero();
-    return Status::ok();
-  }
   MatMulDims d;
   GRIST_TRY(matmul_dims(ctx.node, a.shape(), b.shape(), d));
   dispatch_float(a.dtype(), [&](auto tag) { matmul_backward_typed<decltype(tag)>(a, b, *dy, d, da, db); });
@@ -264,11 +256,6 @@ Status gemm_backward(BackwardContext& ctx) {
   for (int i = 0; i < 3; ++i)
     if (grads[i]) grads[i]->resize(operands[i]->dtype(), operands[i]->shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    for (Tensor* g : grads)
-      if (g) g->fill_zero();
-    return Status::ok();
-  }
   GemmParams p;
   GRIST_TRY(gemm_params(ctx.node, a, b, c, p));
   dispatch_float(a.dtype(), [&](auto tag) {

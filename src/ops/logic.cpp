@@ -159,10 +159,6 @@ Status where_backward(BackwardContext& ctx) {
       Tensor* grad = ctx.grad_input(k);
       if (grad == nullptr) continue;
       const Shape& target = ctx.input(k)->shape();
-      if (gy == nullptr) {
-        grad->resize_zero(out.dtype(), target);
-        continue;
-      }
       const bool taken_when = k == 1;
       write_operand_grad(*grad, out.dtype(), target, out.shape(), ctx.state.slot(0), [&](Tensor& dst) {
         const bool* pc = cond.data<bool>();

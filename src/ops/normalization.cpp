@@ -554,10 +554,6 @@ Status dropout_backward(BackwardContext& ctx) {
   const Tensor& x = *ctx.input(0);
   dx->resize(x.dtype(), x.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    dx->fill_zero();
-    return Status::ok();
-  }
   const Tensor& saved = ctx.state.slot(0);
   if (saved.numel() != 2) return node_error(ctx.node, "backward without a matching forward");
   const bool training = saved.data<double>()[0] != 0;

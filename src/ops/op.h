@@ -47,7 +47,9 @@ struct BackwardContext {
   const Node& node;
   std::span<const Tensor* const> inputs;        // the forward inputs (nullptr where omitted)
   std::span<const Tensor* const> outputs;       // the forward outputs
-  std::span<const Tensor* const> grad_outputs;  // nullptr: no gradient reaches that output (all zero)
+  // nullptr: no gradient reaches that output (all zero). The executor calls a backward only when some output
+  // has one, so the output of an op with a single float output always has it.
+  std::span<const Tensor* const> grad_outputs;
   std::span<Tensor* const> grad_inputs;         // nullptr: not wanted. Kernels resize and overwrite.
   NodeState& state;
 

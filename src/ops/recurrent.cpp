@@ -23,12 +23,6 @@
 namespace grist {
 namespace {
 
-template <class T>
-using RowMajorMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using MatrixMap = Eigen::Map<RowMajorMatrix<T>>;
-template <class T>
-using ConstMatrixMap = Eigen::Map<const RowMajorMatrix<T>>;
 
 enum class Cell { Rnn, Gru, Lstm };
 

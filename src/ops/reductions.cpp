@@ -275,10 +275,6 @@ Status reduce_backward(BackwardContext& ctx, Kernel&& kernel) {
   const Tensor& x = *ctx.input(0);
   dx->resize(x.dtype(), x.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    dx->fill_zero();
-    return Status::ok();
-  }
   auto geo = plan_reduction(ctx.node, x.shape(), ctx.input(1));
   if (!geo) return geo.error();
   const ReduceGradArgs args{x, *ctx.output(0), *dy, *dx, *geo};
@@ -501,10 +497,6 @@ Status cumsum_backward(BackwardContext& ctx) {
   if (!dx) return Status::ok();
   const Tensor& x = *ctx.input(0);
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    dx->resize_zero(x.dtype(), x.shape());
-    return Status::ok();
-  }
   CumSumLayout l;
   GRIST_TRY(cumsum_layout(ctx.node, ctx.input(1), x.shape(), l));
   return cumsum_run(ctx.node, l, *dy, *dx, ctx.node.attr_int("reverse", 0) == 0);

@@ -26,12 +26,7 @@ void copy_reshaped(const Tensor& x, const Shape& shape, Tensor& y) {
 Status reshape_like_backward(BackwardContext& c) {
   Tensor* gx = c.grad_input(0);
   if (!gx) return Status::ok();
-  const Tensor& x = *c.input(0);
-  if (const Tensor* gy = c.grad_output(0)) {
-    copy_reshaped(*gy, x.shape(), *gx);
-  } else {
-    gx->resize_zero(x.dtype(), x.shape());
-  }
+  copy_reshaped(*c.grad_output(0), c.input(0)->shape(), *gx);
   return Status::ok();
 }
 
@@ -308,7 +303,6 @@ Status view_assign_backward(BackwardContext& c) {
   const Tensor& x = *c.input(0);
   gx->resize_zero(x.dtype(), x.shape());
   const Tensor* gy = c.grad_output(0);
-  if (!gy) return Status::ok();
   StridedView v;
   Shape out;
   GRIST_TRY(View(c, x.shape(), v, out));
@@ -324,7 +318,6 @@ Status view_accumulate_backward(BackwardContext& c) {
   const Tensor& x = *c.input(0);
   gx->resize_zero(x.dtype(), x.shape());
   const Tensor* gy = c.grad_output(0);
-  if (!gy) return Status::ok();
   StridedView v;
   Shape out;
   GRIST_TRY(View(c, x.shape(), v, out));
@@ -455,10 +448,6 @@ Status trilu_backward(BackwardContext& c) {
   if (!gx) return Status::ok();
   const Tensor& x = *c.input(0);
   const Tensor* gy = c.grad_output(0);
-  if (!gy) {
-    gx->resize_zero(x.dtype(), x.shape());
-    return Status::ok();
-  }
   TriluSpec t;
   GRIST_TRY(trilu_spec(c, x.shape(), t));
   trilu_apply(t, *gy, *gx);
@@ -475,12 +464,7 @@ Status trilu_shape(const ShapeContext& c, std::vector<Shape>& out) {
 Status expand_backward(BackwardContext& c) {
   Tensor* gx = c.grad_input(0);
   if (!gx) return Status::ok();
-  const Tensor& x = *c.input(0);
-  if (const Tensor* gy = c.grad_output(0)) {
-    sum_to_shape(*gy, x.shape(), *gx);
-  } else {
-    gx->resize_zero(x.dtype(), x.shape());
-  }
+  sum_to_shape(*c.grad_output(0), c.input(0)->shape(), *gx);
   return Status::ok();
 }
 
@@ -855,7 +839,6 @@ Status pad_backward(BackwardContext& c) {
   const Tensor& x = *c.input(0);
   gx->resize_zero(x.dtype(), x.shape());
   const Tensor* gy = c.grad_output(0);
-  if (!gy) return Status::ok();
   PadSpec p;
   GRIST_TRY(pad_spec(c, x.shape(), p));
   Tensor& maps = c.state.slot(0);

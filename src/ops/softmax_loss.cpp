@@ -123,10 +123,6 @@ Status softmax_backward(BackwardContext& ctx) {
   const Tensor& y = *ctx.output(0);
   dx->resize(y.dtype(), y.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) {
-    dx->fill_zero();
-    return Status::ok();
-  }
   auto layout = softmax_layout(ctx.node, y.shape());
   if (!layout) return layout.error();
   Tensor& scratch = ctx.state.slot(0);
@@ -306,7 +302,6 @@ Status nll_backward(BackwardContext& ctx) {
   const Tensor* weight = ctx.input(2);
   dinput->resize_zero(input.dtype(), input.shape());
   const Tensor* dy = ctx.grad_output(0);
-  if (!dy) return Status::ok();
   auto spec = plan_nll(ctx.node, input, target, weight);
   if (!spec) return spec.error();
   Status st;

@@ -119,7 +119,7 @@ counter_step = 2
   const InputSpec& x = m->inputs.at("x");
   EXPECT_EQ(x.name, "x");
   EXPECT_EQ(x.role, InputRole::Data);
-  EXPECT_EQ(x.source, "fashion-mnist");
+  EXPECT_EQ(x.source, InputSource::FashionMnist);
   EXPECT_EQ(x.file, "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
   EXPECT_EQ(x.scale, 0.5);
   EXPECT_EQ(x.range, ClipRange::Explicit);
@@ -133,23 +133,23 @@ counter_step = 2
   EXPECT_EQ(y.range, ClipRange::None);
   const InputSpec& z = m->inputs.at("z");
   EXPECT_EQ(z.role, InputRole::Fixed);
-  EXPECT_EQ(z.source, "npz");
+  EXPECT_EQ(z.source, InputSource::Npz);
   EXPECT_EQ(z.file, dir.path("data/arrays.npz"));
   EXPECT_EQ(z.key, "zeta");
   EXPECT_TRUE(z.redraw);
   const InputSpec& u = m->inputs.at("u");
-  EXPECT_EQ(u.source, "uniform");
+  EXPECT_EQ(u.source, InputSource::Uniform);
   EXPECT_TRUE(u.sampled());
   EXPECT_EQ(u.uniform_lo, -3.0);
   EXPECT_EQ(u.uniform_hi, 4.0);
   EXPECT_EQ(u.range, ClipRange::FirstBatch);
   const InputSpec& n = m->inputs.at("n");
   EXPECT_EQ(n.role, InputRole::Fixed);  // the default role
-  EXPECT_EQ(n.source, "normal");
+  EXPECT_EQ(n.source, InputSource::Normal);
   EXPECT_EQ(n.normal_mean, 1.5);
   EXPECT_EQ(n.normal_std, 0.25);
   const InputSpec& v = m->inputs.at("v");
-  EXPECT_EQ(v.source, "values");  // implied by `values`
+  EXPECT_EQ(v.source, InputSource::Values);  // implied by `values`
   EXPECT_EQ(v.values.dtype(), DType::Float64);
   EXPECT_EQ(v.values.shape(), (Shape{3, 2}));
   EXPECT_EQ(v.values.get_as_double(5), 6.0);

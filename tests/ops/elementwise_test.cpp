@@ -19,6 +19,7 @@ using testing::BackwardFrom;
 using testing::attr_float;
 using testing::expect_bounds_sound;
 using testing::expect_gradient_matches;
+using testing::gradients_of;
 using testing::GradCheckOptions;
 using testing::make_single_node_graph;
 using testing::node_spec;
@@ -41,32 +42,6 @@ Tensor away_from_zero(Rng& rng, const Shape& shape, double lo = 0.2, double hi =
 
 Tensor doubles(const Shape& shape, std::initializer_list<double> v) { return Tensor::from<double>(shape, v); }
 Tensor floats(const Shape& shape, std::initializer_list<float> v) { return Tensor::from<float>(shape, v); }
-
-// Runs one node forward and backward from output 0 seeded with ones; returns each input's gradient
-// (undefined where none flowed).
-std::vector<Tensor> gradients_of(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
-  Graph g = make_single_node_graph(spec, inputs);
-  auto ex = Executor::create(g);
-  EXPECT_TRUE(ex.is_ok()) << ex.message();
-  if (!ex) return {};
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ValueId id = g.find_value("in" + std::to_string(i));
-    if (id != kNoValue && g.value(id).kind == ValueKind::Input) {
-      EXPECT_TRUE(ex->set_input(id, inputs[i]).is_ok());
-    }
-  }
-  auto st = ex->forward();
-  EXPECT_TRUE(st.is_ok()) << st.message();
-  st = ex->backward(g.outputs[0]);
-  EXPECT_TRUE(st.is_ok()) << st.message();
-  std::vector<Tensor> grads;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ValueId id = g.find_value("in" + std::to_string(i));
-    const Tensor* gi = id == kNoValue ? nullptr : ex->grad(id);
-    grads.push_back(gi ? *gi : Tensor());
-  }
-  return grads;
-}
 
 // Output 0 of a one-node run.
 Tensor forward_of(const NodeSpec& spec, const std::vector<Tensor>& inputs) {

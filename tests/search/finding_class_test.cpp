@@ -110,7 +110,7 @@ Manifest clip_exp_sqrt_manifest(double x0) {
   InputSpec x;
   x.name = "x";
   x.role = InputRole::Data;
-  x.source = "values";
+  x.source = InputSource::Values;
   x.values = Tensor::from<double>({1, 2}, {x0, 1.0});
   m.inputs["x"] = x;
   m.search.max_iterations = 50;

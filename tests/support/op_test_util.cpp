@@ -181,6 +181,30 @@ double weighted_sum(Executor& ex, const Graph& g, const std::vector<Tensor>& wei
 }
 }  // namespace
 
+std::vector<Tensor> gradients_of(const NodeSpec& spec, const std::vector<Tensor>& inputs) {
+  Graph g = make_single_node_graph(spec, inputs);
+  auto ex = Executor::create(g);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  if (!ex) return {};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId id = g.find_value("in" + std::to_string(i));
+    if (id != kNoValue && inputs[i].defined() && g.value(id).kind == ValueKind::Input) {
+      EXPECT_TRUE(ex->set_input(id, inputs[i]).is_ok());
+    }
+  }
+  auto st = ex->forward();
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  st = ex->backward(g.outputs[0]);
+  EXPECT_TRUE(st.is_ok()) << st.message();
+  std::vector<Tensor> grads;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId id = g.find_value("in" + std::to_string(i));
+    const Tensor* gi = id == kNoValue ? nullptr : ex->grad(id);
+    grads.push_back(gi ? *gi : Tensor());
+  }
+  return grads;
+}
+
 void expect_gradient_matches(const NodeSpec& spec, const std::vector<Tensor>& inputs, GradCheckOptions opts) {
   Graph g = make_single_node_graph(spec, inputs);
   auto exr = Executor::create(g);

@@ -72,6 +72,10 @@ Result<std::vector<Tensor>> try_run_node(const NodeSpec& spec, const std::vector
 // Random float64 tensor with values uniform in [lo, hi).
 Tensor random_tensor(Rng& rng, const Shape& shape, double lo = -1.0, double hi = 1.0, DType dtype = DType::Float64);
 
+// Runs one node forward and backward from output 0 seeded with ones; returns each input's gradient
+// (undefined where none flowed). Adds gtest failures if a step fails.
+std::vector<Tensor> gradients_of(const NodeSpec& spec, const std::vector<Tensor>& inputs);
+
 struct GradCheckOptions {
   double step = 1e-6;       // central difference step
   double rel_tol = 1e-5;
