@@ -31,4 +31,14 @@ InterruptGuard::~InterruptGuard() {
 bool InterruptGuard::requested() { return g_signal != 0; }
 int InterruptGuard::signal_number() { return g_signal; }
 
+SignalsDeferred::SignalsDeferred() {
+  sigset_t block;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, &previous_);
+}
+
+SignalsDeferred::~SignalsDeferred() { pthread_sigmask(SIG_SETMASK, &previous_, nullptr); }
+
 }  // namespace grist::cli

@@ -1,13 +1,20 @@
 // `grist run MODEL.onnx`: evaluate a model once on given or random data, summarise its outputs and name
-// the first node that produced a NaN or Inf (forward, and backward when asked).
+// the first node that produced a NaN or Inf (forward, and backward when asked), and on request write the
+// values it computed to an .npz, for comparing grist with another framework.
+#include <sys/stat.h>
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
+#include <set>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "config/manifest.h"
 #include "data/file_write.h"
 #include "data/load.h"
+#include "data/npz.h"
 #include "data/random_input.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
@@ -31,7 +38,44 @@ struct RunOptions {
   bool json = false;
   std::string dropout = "model";
   std::string dot;
+  std::string output;  // .npz of the graph outputs
+  bool dump = false;   // ... and of the inputs and every node output
 };
+
+// Refuses an --output that could not be written, before the model runs rather than after.
+Status check_output_path(const std::string& path) {
+  struct stat st;
+  GRIST_CHECK(::lstat(path.c_str(), &st) != 0, "--output {}: already exists; refusing to overwrite it", path);
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  GRIST_CHECK(parent.empty() || std::filesystem::is_directory(parent, ec), "--output {}: {} is not a folder", path,
+              parent.string());
+  return Status::ok();
+}
+
+// The arrays --output writes, by escaped value name: the graph outputs, or with --dump the inputs and
+// every node output in the order they were computed. Counts in `escaped` the names that had to change.
+NamedTensors output_arrays(const Graph& g, const Executor& ex, bool dump, int& escaped) {
+  std::vector<ValueId> ids;
+  if (dump) {
+    ids = g.inputs;
+    for (const Node& n : g.nodes)
+      for (ValueId id : n.outputs)
+        if (id != kNoValue) ids.push_back(id);
+  }
+  ids.insert(ids.end(), g.outputs.begin(), g.outputs.end());  // an output may be an input or a weight
+  NamedTensors arrays;
+  std::set<ValueId> seen;
+  escaped = 0;
+  for (ValueId id : ids) {
+    if (!seen.insert(id).second || !ex.value(id).defined()) continue;
+    const std::string& name = g.value(id).name;
+    std::string key = npz_array_name(name);
+    escaped += key != name;
+    arrays.emplace_back(std::move(key), ex.value(id));
+  }
+  return arrays;
+}
 
 Status parse_dims(const RunOptions& o, RandomInputSpec& spec) {
   GRIST_CHECK(o.batch >= 1, "--batch {}: must be at least 1", o.batch);
@@ -93,6 +137,9 @@ int run(const RunOptions& flags) {
     o.model = m->model;
     o.ftz = o.ftz || m->ftz;
   }
+  if (o.dump && o.output.empty()) return fail("--dump needs --output FILE.npz to write the values to");
+  if (!o.output.empty())
+    if (auto st = check_output_path(o.output); !st) return fail(st.message());
   auto graph = import_onnx_file(o.model);
   if (!graph) return fail(graph.message());
   const Graph& g = *graph;
@@ -164,10 +211,26 @@ int run(const RunOptions& flags) {
     const ValueId loss = o.backward_from.empty() ? kNoValue : g.find_value(o.backward_from);
     if (auto st = write_new_file(o.dot, to_dot(g, marks, loss)); !st) return fail(st.message());
   }
+  std::string wrote;
+  nlohmann::json wrote_json;
+  if (!o.output.empty()) {
+    int escaped = 0;
+    const NamedTensors arrays = output_arrays(g, *ex, o.dump, escaped);
+    {
+      SignalsDeferred whole;  // a Ctrl-C now waits for the file to be published or removed
+      if (auto st = write_npz(o.output, arrays); !st) return fail(st.message());
+    }
+    wrote = fmt::format("wrote {}: {} arrays ({}){}\n", o.output, arrays.size(),
+                        o.dump ? "inputs, every node output" : "outputs",
+                        escaped ? fmt::format(", {} names with %XX escapes", escaped) : "");
+    wrote_json = {{"path", o.output}, {"arrays", arrays.size()}, {"dump", o.dump}, {"escaped_names", escaped}};
+  }
   if (o.json) {
-    std::printf("%s\n", to_json(report).dump(2).c_str());
+    nlohmann::json j = to_json(report);
+    if (!o.output.empty()) j["output_file"] = wrote_json;
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("%s", to_text(report).c_str());
+    std::printf("%s%s", to_text(report).c_str(), wrote.c_str());
   }
   bool bad = report.forward.found || report.backward.found;
   for (const auto& s : report.outputs) bad |= !s.counts.all_finite();
@@ -201,6 +264,12 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_flag("--json", o->json, "print the report as JSON");
   cmd->add_option("--dot", o->dot,
                   "write the subgraph from the inputs to the first producer of a NaN/Inf as Graphviz (a new file)");
+  cmd->add_option("--output,-o", o->output,
+                  "write every graph output to this .npz (a new file; numpy.load reads it), named as in the\n"
+                  "model, except that '%', '/', '\\', control characters and bytes that are not UTF-8 are\n"
+                  "written %XX (/fc/Gemm_output_0 -> %2Ffc%2FGemm_output_0; urllib.parse.unquote undoes it)");
+  cmd->add_flag("--dump", o->dump,
+                "with --output: also write the inputs (given or random) and every node output, by value name");
   cmd->callback([o, &action] { action = [o] { return run(*o); }; });
 }
 

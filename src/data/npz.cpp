@@ -81,7 +81,49 @@ Result<std::string> build_archive(const NamedTensors& tensors) {
   return out;
 }
 
+// Length of the well-formed UTF-8 sequence at s[i] (as Python's strict decoder accepts: no overlong forms,
+// no surrogates, nothing past U+10FFFF), or 0 when the byte there starts none.
+std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  std::size_t n;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  else return 0;
+  if (i + n > s.size() || byte(i + 1) < lo || byte(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+  return n;
+}
+
 }  // namespace
+
+std::string npz_array_name(std::string_view name) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(name.size());
+  for (std::size_t i = 0; i < name.size();) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x80) {
+      if (std::size_t n = utf8_sequence(name, i)) {
+        out.append(name.substr(i, n));
+        i += n;
+        continue;
+      }
+    } else if (c >= 0x20 && c != 0x7F && c != '%' && c != '/' && c != '\\') {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    out += '%';
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+    ++i;
+  }
+  return out;
+}
 
 Result<NamedTensors> read_npz(const std::string& path) {
   GRIST_TRY(check_input_file(path, kMaxDataBytes, "a .npz archive"));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,5 +22,12 @@ Result<NamedTensors> read_npz(const std::string& path);
 // published atomically; an existing `path` is never overwritten. Names must be non-empty, unique and
 // contain no '/' or NUL.
 Status write_npz(const std::string& path, const NamedTensors& tensors);
+
+// An array name numpy.load reads back as written, for any name (an ONNX value name, say): '%', '/', '\\',
+// control characters and bytes that are not UTF-8 become %XX (upper-case hex), everything else is kept.
+// Python's urllib.parse.unquote() gives the original back. Distinct names stay distinct; "" stays "".
+// Why: Python's zipfile cuts a name at NUL, rejects the whole archive over one name that is not UTF-8, and
+// on Windows reads '\\' as '/'; write_npz refuses '/' so that no entry can be unpacked outside a folder.
+std::string npz_array_name(std::string_view name);
 
 }  // namespace grist

@@ -10,6 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "onnx/attribute_checks.h"
+#include "onnx/external_data.h"
 #include "onnx/tensor_proto.h"
 #include "util/input_file.h"
 
@@ -56,8 +57,8 @@ Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::st
   return r;
 }
 
-Result<Graph> convert_graph(const onnx::ModelProto& model, const std::string& source) {
-  const onnx::GraphProto& gp = model.graph();
+Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) {
+  onnx::GraphProto& gp = *model.mutable_graph();
   Graph g;
   g.name = gp.name();
   for (const auto& op : model.opset_import()) g.opsets[op.domain() == "ai.onnx" ? "" : op.domain()] = op.version();
@@ -75,11 +76,12 @@ Result<Graph> convert_graph(const onnx::ModelProto& model, const std::string& so
   };
 
   std::unordered_set<std::string> init_names;
-  for (const auto& tp : gp.initializer()) {
+  for (auto& tp : *gp.mutable_initializer()) {
     GRIST_CHECK(!tp.name().empty(), "{}: an initializer has no name", source);
     GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
     auto t = tensor_from_proto(tp);
     if (!t) return make_error("{}: initializer {}", source, t.message());
+    tp.clear_raw_data();  // copied: freed now, so a model of several GiB is not held twice
     Value v;
     v.name = tp.name();
     v.kind = ValueKind::Initializer;
@@ -165,9 +167,9 @@ Result<Graph> convert_graph(const onnx::ModelProto& model, const std::string& so
   return g;
 }
 
-}  // namespace
-
-Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source, ImportOptions options) {
+// `dir`: the model's folder, where its external data lies; none for a model from memory.
+Result<Graph> import_model(const std::string& bytes, const std::string& source, ImportOptions options,
+                           const std::optional<std::filesystem::path>& dir) {
   onnx::ModelProto model;
   GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
   GRIST_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf data is malformed or truncated)", source);
@@ -186,6 +188,8 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
               source);
+  // Read before the checker, which would look for the files relative to the working directory.
+  GRIST_TRY(load_external_data(model, dir, source));
   if (options.run_checker) {
     try {
       onnx::checker::check_model(model);
@@ -209,6 +213,12 @@ Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& sou
   return convert_graph(model, source);
 }
 
+}  // namespace
+
+Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source, ImportOptions options) {
+  return import_model(bytes, source, options, std::nullopt);
+}
+
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   GRIST_TRY(check_input_file(path, kMaxModelBytes, "an ONNX file"));
   std::ifstream f(path, std::ios::binary | std::ios::ate);
@@ -220,7 +230,7 @@ Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   std::string bytes(static_cast<size_t>(size), '\0');
   f.seekg(0);
   GRIST_CHECK(f.read(bytes.data(), size), "{}: cannot read file", path);
-  return import_onnx_bytes(bytes, path, options);
+  return import_model(bytes, path, options, std::filesystem::path(path).parent_path());
 }
 
 }  // namespace grist

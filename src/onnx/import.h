@@ -14,7 +14,9 @@ struct ImportOptions {
   bool infer_shapes = true;      // onnx::shape_inference::InferShapes
 };
 
+// Tensors stored outside the model (ONNX external data) are read from the model's folder, never from outside it.
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options = {});
+// A model from memory has no folder: external data is refused.
 Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source_name, ImportOptions options = {});
 
 }  // namespace grist

@@ -1,10 +1,13 @@
-// Elementwise arithmetic: unary math (Exp, Log, Sigmoid, ...), broadcasting binary arithmetic (Add, Sub,
-// Mul, Div, Pow), variadic folds (Sum, Mean, Min, Max), Clip and Identity, forward and backward.
+// Elementwise arithmetic: unary math (Exp, Log, Sigmoid, ...) and the activations models export (HardSwish,
+// Elu, Mish, ...), broadcasting binary arithmetic (Add, Sub, Mul, Div, Pow, PRelu), variadic folds (Sum,
+// Mean, Min, Max), Clip and Identity, forward and backward.
 //
 // Numerics follow PyTorch's CPU kernels and their autograd formulas where ONNX leaves room: float32 is
 // computed in float32, IEEE specials propagate (log(0) = -inf, 0/0 = NaN, NaN passes through Relu,
 // Sign, Min/Max and Clip), and nothing is clamped or nudged by an epsilon. Integer arithmetic wraps
 // around like numpy and PyTorch rather than being undefined behaviour.
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -213,6 +216,93 @@ struct Softplus {
   }
 };
 
+// The activations torchvision's and torch.nn's models export. Where ONNX's formula and PyTorch's kernel
+// differ only in rounding, the kernel computes ONNX's formula in the input's type.
+
+// max(0, min(1, αx + β)): PyTorch's Hardsigmoid exports α = 1/6 (ONNX's default is 0.2). Its gradient is
+// α inside (0, 1) and 0 outside, as PyTorch's (which is 0 at the boundaries too).
+struct HardSigmoid {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha, beta;
+  explicit HardSigmoid(const Node& n) : alpha(n.attr_float("alpha", 0.2)), beta(n.attr_float("beta", 0.5)) {}
+  template <class T> T forward(T x) const {
+    return std::max(T(0), std::min(T(1), static_cast<T>(alpha) * x + static_cast<T>(beta)));
+  }
+  template <class T> T backward(T g, T x, T) const {
+    const T z = static_cast<T>(alpha) * x + static_cast<T>(beta);
+    return z > T(0) && z < T(1) ? g * static_cast<T>(alpha) : T(0);
+  }
+};
+
+// x · HardSigmoid(x) with α = 1/6, β = 1/2 (MobileNetV3's h-swish). The gradient is PyTorch's: 0 below −3,
+// 1 above 3, x/3 + 1/2 between (PyTorch takes the upper branch at exactly 3, as here).
+struct HardSwish {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const {
+    return x * std::max(T(0), std::min(T(1), x * static_cast<T>(1.0 / 6.0) + T(0.5)));
+  }
+  template <class T> T backward(T g, T x, T) const {
+    if (x < T(-3)) return T(0);
+    if (x >= T(3)) return g;
+    return g * (x / T(3) + T(0.5));
+  }
+};
+
+// x for x > 0, α(eˣ − 1) otherwise (expm1, as PyTorch computes it).
+struct Elu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha;
+  explicit Elu(const Node& n) : alpha(n.attr_float("alpha", 1.0)) {}
+  template <class T> T forward(T x) const { return x > T(0) ? x : static_cast<T>(alpha) * std::expm1(x); }
+  template <class T> T backward(T g, T x, T y) const { return x > T(0) ? g : g * (y + static_cast<T>(alpha)); }
+};
+
+// γ·Elu_α(x) with SELU's constants as ONNX's defaults.
+struct Selu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha, gamma;
+  explicit Selu(const Node& n)
+      : alpha(n.attr_float("alpha", 1.67326319217681884765625)), gamma(n.attr_float("gamma", 1.05070102214813232421875)) {}
+  template <class T> T forward(T x) const {
+    return static_cast<T>(gamma) * (x > T(0) ? x : static_cast<T>(alpha) * std::expm1(x));
+  }
+  template <class T> T backward(T g, T x, T) const {
+    return x > T(0) ? g * static_cast<T>(gamma) : g * static_cast<T>(gamma * alpha) * std::exp(x);
+  }
+};
+
+// max(0, x) + min(0, α(e^(x/α) − 1)).
+struct Celu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha;
+  explicit Celu(const Node& n) : alpha(n.attr_float("alpha", 1.0)) {}
+  template <class T> T forward(T x) const {
+    const T a = static_cast<T>(alpha);
+    return x > T(0) ? x : a * std::expm1(x / a);
+  }
+  template <class T> T backward(T g, T x, T) const { return x > T(0) ? g : g * std::exp(x / static_cast<T>(alpha)); }
+};
+
+// x where x > α, else 0.
+struct ThresholdedRelu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  double alpha;
+  explicit ThresholdedRelu(const Node& n) : alpha(n.attr_float("alpha", 1.0)) {}
+  template <class T> T forward(T x) const { return x > static_cast<T>(alpha) ? x : T(0); }
+  template <class T> T backward(T g, T x, T) const { return x > static_cast<T>(alpha) ? g : T(0); }
+};
+
+// x·tanh(softplus(x)), softplus as Softplus computes it.
+struct Mish {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  template <class T> T forward(T x) const { return x * std::tanh(Softplus{}.forward(x)); }
+  template <class T> T backward(T g, T x, T) const {
+    const T t = std::tanh(Softplus{}.forward(x));
+    const T sigmoid = T(1) / (T(1) + std::exp(-x));
+    return g * (t + x * (T(1) - t * t) * sigmoid);
+  }
+};
+
 struct Softsign {
   static constexpr TypeSet kTypes = TypeSet::Float;
   template <class T> T forward(T x) const { return x / (T(1) + std::fabs(x)); }
@@ -304,6 +394,13 @@ struct Add {
   template <class T> static T forward(T a, T b) { return wrapping_add(a, b); }
   template <class T> static T grad_a(T g, T, T, T) { return g; }
   template <class T> static T grad_b(T g, T, T, T) { return g; }
+};
+
+// x for x ≥ 0, slope·x below (the slope broadcasts: one per channel in PyTorch's export).
+struct PRelu {
+  template <class T> static T forward(T x, T slope) { return x < T(0) ? wrapping_mul(slope, x) : x; }
+  template <class T> static T grad_a(T g, T x, T slope, T) { return x < T(0) ? g * slope : g; }
+  template <class T> static T grad_b(T g, T x, T, T) { return x < T(0) ? g * x : T(0); }
 };
 
 struct Sub {
@@ -952,6 +1049,74 @@ Status leaky_relu_bounds(BoundsContext& c) {
   if (c.node.attr_float("alpha", 0.01) < 0) return bounds_unbounded(c);
   return bounds_monotone_rounded(c);
 }
+// Clamped to [0, 1] whatever α's sign (monotone either way).
+Status hard_sigmoid_bounds(BoundsContext& c) {
+  if (c.node.attr_float("alpha", 0.2) >= 0) return bounds_monotone_within(c, {0, 1});
+  GRIST_TRY(bounds_antitone(c, false));
+  for (IntervalTensor& out : c.outputs) {
+    for (auto& v : out.lo) v = std::clamp(v, 0.0, 1.0);
+    for (auto& v : out.hi) v = std::clamp(v, 0.0, 1.0);
+  }
+  return Status::ok();
+}
+// x·clamp(x/6 + 1/2): 0 up to −3, x from 3, x(x + 3)/6 between, with its minimum −3/8 at −3/2. Exact
+// outside (−3, 3); inside, the float32 kernel's three roundings stay below 2⁻²⁰. At −inf the kernel gives
+// −inf·0 = NaN, as PyTorch's does.
+Interval hard_swish_interval(Interval a, bool& nan) {
+  if (a.lo == -kInf) nan = true;
+  auto f = [](double x) { return x <= -3 ? 0.0 : x >= 3 ? x : x * (x + 3) / 6; };
+  double lo = std::min(f(a.lo), f(a.hi)), hi = std::max(f(a.lo), f(a.hi));
+  if (a.lo <= -1.5 && a.hi >= -1.5) lo = -0.375;
+  if (a.lo < 3 && a.hi > -3) {
+    lo -= 0x1p-20;
+    hi += 0x1p-20;
+  }
+  lo = std::max(lo, a.lo >= 0 ? 0.0 : -0.375 - 0x1p-20);  // x ≥ 0 times a factor ≥ 0 is never negative
+  return widen_f32({lo, hi});
+}
+Status hard_swish_bounds(BoundsContext& c) { return bounds_unary(c, hard_swish_interval); }
+// Elu, Selu and Celu are non-decreasing for non-negative α (and γ).
+Status elu_bounds(BoundsContext& c) {
+  if (c.node.attr_float("alpha", 1.0) < 0) return bounds_unbounded(c);
+  return bounds_monotone_rounded(c);
+}
+Status selu_bounds(BoundsContext& c) {
+  if (c.node.attr_float("alpha", 1.67326) < 0 || c.node.attr_float("gamma", 1.0507) < 0) return bounds_unbounded(c);
+  return bounds_monotone_rounded(c);
+}
+Status celu_bounds(BoundsContext& c) {
+  if (!(c.node.attr_float("alpha", 1.0) > 0)) return bounds_unbounded(c);
+  return bounds_monotone_rounded(c);
+}
+// Non-decreasing for α ≥ 0; otherwise every output is 0 or its input.
+Interval with_zero(Interval a, bool&) { return {std::min(a.lo, 0.0), std::max(a.hi, 0.0)}; }
+Status thresholded_relu_bounds(BoundsContext& c) {
+  if (c.node.attr_float("alpha", 1.0) >= 0) return bounds_select(c);
+  return bounds_unary(c, with_zero);
+}
+// x·tanh(softplus(x)) falls to its minimum −0.30884341 at x = −1.192431 and rises after; at −inf the kernel
+// gives −inf·0 = NaN. Computed in float64, then widened by 8 float32 ulps for the kernel's three libm calls
+// and two products, and by FLT_MIN for results flushed to zero.
+Interval mish_interval(Interval a, bool& nan) {
+  if (a.lo == -kInf) nan = true;
+  auto f = [](double x) { return x == -kInf ? 0.0 : x * std::tanh(x > 20 ? x : std::log1p(std::exp(x))); };
+  double lo = std::min(f(a.lo), f(a.hi)), hi = std::max(f(a.lo), f(a.hi));
+  if (a.lo <= -1.19243 && a.hi >= -1.19244) lo = std::min(lo, -0.3088434131);
+  auto widen = [](double v, double dir) { return v + dir * (8 * 0x1p-24 * std::fabs(v) + FLT_MIN); };
+  return widen_f32({widen(lo, -1), widen(hi, 1)});
+}
+Status mish_bounds(BoundsContext& c) { return bounds_unary(c, mish_interval); }
+// x where x ≥ 0, slope·x below: the union of the two parts the interval meets.
+Interval prelu_interval(Interval x, Interval slope, bool& nan) {
+  Interval r{kInf, -kInf};
+  if (x.hi >= 0) r = {std::max(x.lo, 0.0), x.hi};
+  if (x.lo < 0) {
+    const Interval scaled = interval_mul({x.lo, std::min(x.hi, 0.0)}, slope, nan);
+    r = {std::min(r.lo, scaled.lo), std::max(r.hi, scaled.hi)};
+  }
+  return r;
+}
+Status prelu_bounds(BoundsContext& c) { return bounds_binary(c, prelu_interval); }
 // The kernel folds left to right, each addition rounded (interval_add rounds each step outward); Mean
 // divides the sum by the input count at the end.
 Status sum_bounds(BoundsContext& c) { return bounds_fold(c, interval_add); }
@@ -984,6 +1149,16 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds, kElementwise});
   r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds, kElementwise});
   r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds, kElementwise});
+  r.add(OpDef{"HardSigmoid", "", unary_forward<HardSigmoid>, unary_backward<HardSigmoid>, first, {}, hard_sigmoid_bounds,
+              kElementwise});
+  r.add(OpDef{"HardSwish", "", unary_forward<HardSwish>, unary_backward<HardSwish>, first, {}, hard_swish_bounds,
+              kElementwise});
+  r.add(OpDef{"Elu", "", unary_forward<Elu>, unary_backward<Elu>, first, {}, elu_bounds, kElementwise});
+  r.add(OpDef{"Selu", "", unary_forward<Selu>, unary_backward<Selu>, first, {}, selu_bounds, kElementwise});
+  r.add(OpDef{"Celu", "", unary_forward<Celu>, unary_backward<Celu>, first, {}, celu_bounds, kElementwise});
+  r.add(OpDef{"ThresholdedRelu", "", unary_forward<ThresholdedRelu>, unary_backward<ThresholdedRelu>, first, {},
+              thresholded_relu_bounds, kElementwise});
+  r.add(OpDef{"Mish", "", unary_forward<Mish>, unary_backward<Mish>, first, {}, mish_bounds, kElementwise});
   r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
   r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
   r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});
@@ -993,6 +1168,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds, kElementwise});
   r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds, kElementwise});
   r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds, kElementwise});
+  r.add(OpDef{"PRelu", "", binary_forward<PRelu>, binary_backward<PRelu>, both, {}, prelu_bounds, kElementwise});
   r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds, kElementwise});
 
   r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs, {}, sum_bounds, kElementwise});

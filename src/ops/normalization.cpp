@@ -1,5 +1,5 @@
 // Normalization and regularisation layers: BatchNormalization (inference and training mode),
-// LayerNormalization and Dropout, forward and backward.
+// InstanceNormalization, LayerNormalization and Dropout, forward and backward.
 #include <algorithm>
 #include <array>
 #include <cfloat>
@@ -217,6 +217,103 @@ Status batch_norm_backward(BackwardContext& ctx) {
     if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
   const bool training = batch_norm_training(ctx.node);
   dispatch_float(ctx.input(0)->dtype(), [&](auto tag) { batch_norm_backward_typed<decltype(tag)>(ctx, l, training); });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// InstanceNormalization: BatchNormalization's training-mode arithmetic with statistics per (sample,
+// channel), so X [N, C, ...] is laid out as N·C channels of a batch of one; scale and B are per channel C.
+
+Status instance_norm_layout(const Node& node, std::span<const Tensor* const> in, BatchNormLayout& l,
+                            int64_t& channels) {
+  for (size_t i = 0; i < 3; ++i)
+    if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
+  const Tensor& x = *in[0];
+  GRIST_TRY(require_float(node, x, "input"));
+  if (x.rank() < 2) return node_error(node, fmt::format("input must have rank 2 or more, got {}", x.shape().str()));
+  channels = x.shape()[1];
+  l = {1, x.shape().numel(0, 2), x.shape().numel(2, x.rank())};
+  for (size_t i = 1; i < 3; ++i)
+    if (in[i]->dtype() != x.dtype() || in[i]->numel() != channels)
+      return node_error(node, fmt::format("{} must have the input's dtype and {} elements, got {}",
+                                          i == 1 ? "scale" : "B", channels, in[i]->shape().str()));
+  return Status::ok();
+}
+
+// State slots 0 and 1: the mean and variance of every (sample, channel), for the backward.
+Status instance_norm_forward(ForwardContext& ctx) {
+  BatchNormLayout l;
+  int64_t channels = 0;
+  GRIST_TRY(instance_norm_layout(ctx.node, ctx.inputs, l, channels));
+  const Tensor& x = *ctx.input(0);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  Tensor& mean_t = ctx.state.slot(0);
+  Tensor& var_t = ctx.state.slot(1);
+  mean_t.resize(x.dtype(), Shape{l.channels});
+  var_t.resize(x.dtype(), Shape{l.channels});
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+    const T* scale = ctx.input(1)->data<T>();
+    const T* bias = ctx.input(2)->data<T>();
+    T* mean = mean_t.data<T>();
+    T* var = var_t.data<T>();
+    for (int64_t g = 0; g < l.channels; ++g) {
+      channel_statistics(l, g, x.data<T>(), mean[g], var[g]);
+      const T a = scale[g % channels] * (T(1) / std::sqrt(var[g] + eps));
+      normalize_channel(l, g, x.data<T>(), mean[g], a, bias[g % channels], y.data<T>());
+    }
+  });
+  return Status::ok();
+}
+
+// Per (sample, channel) of m elements, with x̂ = (x − μ)·invstd and g = dY (BatchNormalization's training
+// gradient without the statistics outputs): dX = scale·invstd·(g − Σg/m − x̂·Σ(g·x̂)/m); dscale and dB sum
+// Σg·x̂ and Σg over the samples.
+template <class T>
+void instance_norm_backward_typed(BackwardContext& ctx, const BatchNormLayout& l, int64_t channels) {
+  const T* x = ctx.input(0)->data<T>();
+  const T* scale = ctx.input(1)->data<T>();
+  const T* dy = ctx.grad_output(0) ? ctx.grad_output(0)->data<T>() : nullptr;
+  const T* mean = ctx.state.slot(0).data<T>();
+  const T* var = ctx.state.slot(1).data<T>();
+  const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+  T* dx = ctx.grad_input(0) ? ctx.grad_input(0)->data<T>() : nullptr;
+  T* dscale = ctx.grad_input(1) ? ctx.grad_input(1)->data<T>() : nullptr;
+  T* dbias = ctx.grad_input(2) ? ctx.grad_input(2)->data<T>() : nullptr;
+  if (dscale) std::fill_n(dscale, channels, T(0));
+  if (dbias) std::fill_n(dbias, channels, T(0));
+  const T m = static_cast<T>(l.inner);
+  for (int64_t g = 0; g < l.channels; ++g) {
+    const T invstd = T(1) / std::sqrt(var[g] + eps);
+    const T mu = mean[g];
+    Acc sum_g = 0, sum_g_xhat = 0;
+    if (dy) {
+      for_each_in_channel(l, g, [&](int64_t i) {
+        sum_g += dy[i];
+        sum_g_xhat += static_cast<Acc>(dy[i]) * ((x[i] - mu) * invstd);
+      });
+    }
+    if (dscale) dscale[g % channels] += static_cast<T>(sum_g_xhat);
+    if (dbias) dbias[g % channels] += static_cast<T>(sum_g);
+    if (!dx) continue;
+    const T a = scale[g % channels] * invstd;
+    const T mean_g = static_cast<T>(sum_g) / m, mean_g_xhat = static_cast<T>(sum_g_xhat) / m;
+    for_each_in_channel(l, g, [&](int64_t i) {
+      dx[i] = a * ((dy ? dy[i] : T(0)) - mean_g - (x[i] - mu) * invstd * mean_g_xhat);
+    });
+  }
+}
+
+Status instance_norm_backward(BackwardContext& ctx) {
+  BatchNormLayout l;
+  int64_t channels = 0;
+  GRIST_TRY(instance_norm_layout(ctx.node, ctx.inputs, l, channels));
+  for (int i = 0; i < 3; ++i)
+    if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
+  dispatch_float(ctx.input(0)->dtype(),
+                 [&](auto tag) { instance_norm_backward_typed<decltype(tag)>(ctx, l, channels); });
   return Status::ok();
 }
 
@@ -519,9 +616,44 @@ double normalized_bound(Interval x, int64_t n, float eps) {
   return std::min(by_count, by_spread) * (1 + 1e-5);
 }
 
+// scale·(x − μ)·invstd + B where μ and invstd are the statistics of `count` values within `x`: the
+// normalised value bounded by normalized_bound, unless scale·invstd may overflow (invstd reaches 1/√eps,
+// and the kernel forms a = scale·invstd first: inf·0) or x − μ may (the variance is then inf: inf·0).
+Interval normalized_affine(Interval x, int64_t count, float eps, Interval scale, Interval bias, bool& nan) {
+  const double b = x.finite() && (x.hi - x.lo) * (1 + 0x1.0p-23) <= FLT_MAX ? normalized_bound(x, count, eps) : kInf;
+  const double scale_mag = std::max(std::fabs(scale.lo), std::fabs(scale.hi));
+  if (!std::isfinite(b) || !(scale_mag / std::sqrt(double(eps)) * (1 + 1e-5) <= FLT_MAX)) {
+    nan = true;
+    return {-kInf, kInf};
+  }
+  return interval_add(interval_mul({-b, b}, scale, nan), bias, nan);
+}
+
+// The output of a normalisation over dimension 1 of x, one interval per channel from `channel`(ch, nan).
+template <class F>
+Status per_channel_bounds(BoundsContext& c, const IntervalTensor& x, bool nan, F&& channel) {
+  const int64_t channels = x.shape[1];
+  std::vector<double> lo(static_cast<size_t>(channels)), hi(lo.size());
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    const Interval y = channel(ch, nan);
+    lo[static_cast<size_t>(ch)] = y.lo;
+    hi[static_cast<size_t>(ch)] = y.hi;
+  }
+  IntervalTensor& out = c.outputs[0];
+  out = IntervalTensor::filled(x.dtype, x.shape, {});
+  if (channels == 0 || x.numel() == 0) return Status::ok();
+  out.lo = std::move(lo);
+  out.hi = std::move(hi);
+  Shape grid{1, channels};
+  for (int d = 2; d < x.shape.rank(); ++d) grid.push_back(1);
+  out.set_grid(grid);
+  out.may_be_nan = nan;
+  return Status::ok();
+}
+
 // BatchNormalization, per channel: inference evaluates the kernel's own steps in interval arithmetic
 // (a = scale·(1/√(var + eps)), y = (x − mean)·a + B, each rounded outward); training bounds the normalised
-// value (normalized_bound) before scale and B, unless scale·invstd may overflow. The output keeps one interval per channel.
+// value (normalized_affine). The output keeps one interval per channel.
 Status batch_norm_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.partitioned(0);
   if (!x || !x->shape_known || x->shape.rank() < 2 || c.node.attr_int("spatial", 1) == 0 || c.outputs.empty())
@@ -535,45 +667,36 @@ Status batch_norm_bounds(BoundsContext& c) {
   const int64_t count = channels > 0 ? x->numel() / channels : 0;
   bool nan = x->may_be_nan;
   for (size_t i = 1; i < 5; ++i) nan |= c.input(i)->may_be_nan;
-  std::vector<double> lo(static_cast<size_t>(channels)), hi(lo.size());
-  for (int64_t ch = 0; ch < channels; ++ch) {
+  return per_channel_bounds(c, *x, nan, [&](int64_t ch, bool& may_be_nan) {
     const Interval scale = c.input(1)->at(ch), bias = c.input(2)->at(ch);
-    Interval d, a;
-    if (training) {
-      // The kernel forms a = scale·invstd first (invstd up to 1/√eps): where that may overflow, inf·0.
-      const Interval xi = xc[static_cast<size_t>(ch)];
-      // x − mean beyond FLT_MAX is ±inf, and the variance then inf: inf·0.
-      const double b = xi.finite() && (xi.hi - xi.lo) * (1 + 0x1.0p-23) <= FLT_MAX ? normalized_bound(xi, count, eps) : kInf;
-      const double scale_mag = std::max(std::fabs(scale.lo), std::fabs(scale.hi));
-      if (!std::isfinite(b) || !(scale_mag / std::sqrt(double(eps)) * (1 + 1e-5) <= FLT_MAX)) {
-        nan = true;
-        d = a = {-kInf, kInf};
-      } else {
-        d = {-b, b};
-        a = scale;
-      }
-    } else {
-      const Interval var = c.input(4)->at(ch);
-      const Interval s = interval_add(var, {eps, eps}, nan);
-      if (s.lo < 0) nan = true;  // sqrt of a negative variance
-      const Interval root = widen_f32({std::sqrt(std::max(s.lo, 0.0)), std::sqrt(std::max(s.hi, 0.0))});
-      a = interval_mul(scale, interval_div({1, 1}, root, nan), nan);
-      d = interval_sub(xc[static_cast<size_t>(ch)], c.input(3)->at(ch), nan);
-    }
-    const Interval y = interval_add(interval_mul(d, a, nan), bias, nan);
-    lo[static_cast<size_t>(ch)] = y.lo;
-    hi[static_cast<size_t>(ch)] = y.hi;
-  }
-  IntervalTensor& out = c.outputs[0];
-  out = IntervalTensor::filled(x->dtype, x->shape, {});
-  if (channels == 0 || x->numel() == 0) return Status::ok();
-  out.lo = std::move(lo);
-  out.hi = std::move(hi);
-  Shape grid{1, channels};
-  for (int d = 2; d < x->shape.rank(); ++d) grid.push_back(1);
-  out.set_grid(grid);
-  out.may_be_nan = nan;
-  return Status::ok();
+    const Interval xi = xc[static_cast<size_t>(ch)];
+    if (training) return normalized_affine(xi, count, eps, scale, bias, may_be_nan);
+    const Interval var = c.input(4)->at(ch);
+    const Interval s = interval_add(var, {eps, eps}, may_be_nan);
+    if (s.lo < 0) may_be_nan = true;  // sqrt of a negative variance
+    const Interval root = widen_f32({std::sqrt(std::max(s.lo, 0.0)), std::sqrt(std::max(s.hi, 0.0))});
+    const Interval a = interval_mul(scale, interval_div({1, 1}, root, may_be_nan), may_be_nan);
+    const Interval d = interval_sub(xi, c.input(3)->at(ch), may_be_nan);
+    return interval_add(interval_mul(d, a, may_be_nan), bias, may_be_nan);
+  });
+}
+
+// InstanceNormalization: every (sample, channel) normalised over its spatial values, which lie in the
+// channel's hull over all samples; one interval per channel.
+Status instance_norm_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->shape_known || x->shape.rank() < 2 || c.outputs.empty()) return bounds_unbounded(c);
+  const int64_t channels = x->shape[1];
+  for (size_t i = 1; i < 3; ++i)
+    if (!c.input(i) || !c.input(i)->shape_known || c.input(i)->numel() != channels) return bounds_unbounded(c);
+  const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
+  const std::vector<Interval> xc = hulls_along(*x, 1);
+  const int64_t count = x->shape.numel(2, x->shape.rank());
+  const bool nan = x->may_be_nan || c.input(1)->may_be_nan || c.input(2)->may_be_nan;
+  return per_channel_bounds(c, *x, nan, [&](int64_t ch, bool& may_be_nan) {
+    return normalized_affine(xc[static_cast<size_t>(ch)], count, eps, c.input(1)->at(ch), c.input(2)->at(ch),
+                             may_be_nan);
+  });
 }
 
 // LayerNormalization: every row normalised (normalized_bound over its cols), then Scale and B per
@@ -631,6 +754,8 @@ Status layer_norm_bounds(BoundsContext& c) {
 void register_normalization_ops(OpRegistry& r) {
   r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
               batch_norm_bounds});
+  r.add(OpDef{"InstanceNormalization", "", instance_norm_forward, instance_norm_backward, inputs_mask({0, 1, 2}), {},
+              instance_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},
               layer_norm_bounds});
   // Input 1 is the drop ratio (opset 12+).

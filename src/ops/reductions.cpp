@@ -1,4 +1,4 @@
-// Reductions (ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp) and ArgMax/ArgMin.
+// Reductions (ReduceSum/Mean/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp), ArgMax/ArgMin and CumSum.
 //
 // Every Reduce* op shares one geometry: the input is viewed with adjacent dimensions of the same kind
 // (reduced or kept) merged, and each input element maps to one output element through strides that are 0
@@ -440,6 +440,77 @@ Status arg_extremum_forward(ForwardContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// CumSum: running sums along the axis given as input 1, in the tensor's own type and in order (as numpy
+// and the frameworks add), from the end with reverse, excluding each element itself with exclusive.
+
+struct CumSumLayout {
+  int64_t outer = 1, n = 1, inner = 1;  // x viewed as [outer, n, inner], n along the axis
+};
+
+Status cumsum_layout(const Node& node, const Tensor* axis_t, const Shape& s, CumSumLayout& l) {
+  if (!axis_t || !is_integer(axis_t->dtype()) || axis_t->numel() != 1)
+    return node_error(node, "axis must be an integer scalar");
+  const int64_t requested = axis_t->get_as_int(0);
+  const int axis = normalize_axis(requested, s.rank());
+  if (axis < 0) return node_error(node, fmt::format("axis {} is out of range for rank {}", requested, s.rank()));
+  l = {s.numel(0, axis), s[axis], s.numel(axis + 1, s.rank())};
+  return Status::ok();
+}
+
+// y = cumsum(x) along the layout's axis; each row of `inner` elements adds to the previous one.
+template <class T>
+void cumsum_typed(const CumSumLayout& l, const T* x, T* y, bool exclusive, bool reverse) {
+  for (int64_t o = 0; o < l.outer; ++o) {
+    const int64_t base = o * l.n * l.inner;
+    for (int64_t t = 0; t < l.n; ++t) {
+      const int64_t k = reverse ? l.n - 1 - t : t;
+      T* row = y + base + k * l.inner;
+      if (t == 0) {
+        for (int64_t i = 0; i < l.inner; ++i) row[i] = exclusive ? T(0) : x[base + k * l.inner + i];
+        continue;
+      }
+      const int64_t p = reverse ? k + 1 : k - 1;  // the position summed just before
+      const T* prev = y + base + p * l.inner;
+      const T* add = x + base + (exclusive ? p : k) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i) row[i] = prev[i] + add[i];
+    }
+  }
+}
+
+Status cumsum_run(const Node& node, const CumSumLayout& l, const Tensor& x, Tensor& y, bool reverse) {
+  y.resize(x.dtype(), x.shape());
+  const bool exclusive = node.attr_int("exclusive", 0) != 0;
+  const bool ok = dispatch_numeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    cumsum_typed(l, x.data<T>(), y.data<T>(), exclusive, reverse);
+  });
+  return ok ? Status::ok() : unsupported_type(node, x.dtype());
+}
+
+Status cumsum_forward(ForwardContext& ctx) {
+  GRIST_TRY(require_input(ctx, 0));
+  const Tensor& x = *ctx.input(0);
+  CumSumLayout l;
+  GRIST_TRY(cumsum_layout(ctx.node, ctx.input(1), x.shape(), l));
+  return cumsum_run(ctx.node, l, x, *ctx.output(0), ctx.node.attr_int("reverse", 0) != 0);
+}
+
+// y_j = Σ_{i ≤ j} x_i (or i < j) gives dx_i = Σ_{j ≥ i} dy_j (or j > i): the same cumsum of dy, the other way.
+Status cumsum_backward(BackwardContext& ctx) {
+  Tensor* dx = ctx.grad_input(0);
+  if (!dx) return Status::ok();
+  const Tensor& x = *ctx.input(0);
+  const Tensor* dy = ctx.grad_output(0);
+  if (!dy) {
+    dx->resize_zero(x.dtype(), x.shape());
+    return Status::ok();
+  }
+  CumSumLayout l;
+  GRIST_TRY(cumsum_layout(ctx.node, ctx.input(1), x.shape(), l));
+  return cumsum_run(ctx.node, l, *dy, *dx, ctx.node.attr_int("reverse", 0) == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Interval transfers (grist scan).
 
 // How many input elements a Reduce* output combines.
@@ -573,6 +644,19 @@ Status prod_bounds(BoundsContext& c) {
   return Status::ok();
 }
 
+// CumSum: non-decreasing in x, so the kernel at the bounds; each output a float32 sum of up to n terms
+// (n the axis length, or all of x where the axis is not known), widened by γ_n·(the cumsum of |x|).
+// No shape rule: its single-interval shortcut would give the input's hull, not the sums'.
+Status cumsum_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  const IntervalTensor* axis = c.input(1);
+  if (!x || !x->shape_known) return bounds_unbounded(c);
+  int64_t terms = std::max<int64_t>(1, x->numel());
+  CumSumLayout l;
+  if (axis && axis->exact && cumsum_layout(c.node, axis->exact.get(), x->shape, l)) terms = std::max<int64_t>(1, l.n);
+  return bounds_sum_of_terms(c, terms, false);
+}
+
 }  // namespace
 
 
@@ -594,6 +678,7 @@ void register_reduction_ops(OpRegistry& r) {
               reduce_shape});
   r.add(OpDef{"ReduceMin", "", reduce_forward<MinReduce>, extremum_backward, data_only, {}, bounds_select, 0,
               reduce_shape});
+  r.add(OpDef{"CumSum", "", cumsum_forward, cumsum_backward, data_only, {}, cumsum_bounds});
   r.add(OpDef{"ArgMax", "", arg_extremum_forward<true>, nullptr, 0, {}, arg_extremum_bounds});
   r.add(OpDef{"ArgMin", "", arg_extremum_forward<false>, nullptr, 0, {}, arg_extremum_bounds});
 }

@@ -1,4 +1,5 @@
-// Shape ops: the data-movement kernels (Reshape, Transpose, Slice, Concat, Split, Expand, Tile, Pad, ...)
+// Shape ops: the data-movement kernels (Reshape, Transpose, Slice, Concat, Split, Expand, Tile, Pad,
+// DepthToSpace, SpaceToDepth, Trilu, ...)
 // and the small shape-computing ones (Shape, Size, Constant, ConstantOfShape, Cast, Range).
 // A data-movement gradient routes each output element's gradient back to the input element it was read
 // from (accumulating where one input element feeds several outputs: Expand, Tile, Pad's reflect/edge).
@@ -338,6 +339,136 @@ Status view_shape(const ShapeContext& c, std::vector<Shape>& out) {
   StridedView v;
   out.assign(1, Shape{});
   return View(c, *c.shape(0), v, out[0]);
+}
+
+// DepthToSpace and SpaceToDepth: ONNX defines them as reshape → transpose → reshape of an [N, C, H, W]
+// tensor, so the output is a strided view of the input over six dims; every input element is read once,
+// and the backward is view_assign_backward (the inverse permutation).
+template <class Ctx>
+Status block_size(const Ctx& c, const Shape& in, int64_t& b) {
+  if (in.rank() != 4) return node_error(c.node, fmt::format("the input must have rank 4, got {}", in.str()));
+  b = c.node.attr_int("blocksize", 0);
+  if (b <= 0) return node_error(c.node, fmt::format("blocksize must be positive, got {}", b));
+  return Status::ok();
+}
+
+// DCR: the channel is (b1, b2, c) with c fastest; CRD: (c, b1, b2). Output dims (n, c, h, b1, w, b2).
+template <class Ctx>
+Status depth_to_space_view(const Ctx& c, const Shape& in, StridedView& v, Shape& out) {
+  int64_t b = 0;
+  GRIST_TRY(block_size(c, in, b));
+  const std::string mode = c.node.attr_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") return node_error(c.node, fmt::format("unknown mode '{}'", mode));
+  if (in[1] % (b * b) != 0)
+    return node_error(c.node, fmt::format("{} channels are not a multiple of blocksize² = {}", in[1], b * b));
+  const int64_t cout = in[1] / (b * b), hw = in[2] * in[3];
+  const bool dcr = mode == "DCR";
+  v.push(in[0], in[1] * hw);
+  v.push(cout, dcr ? hw : b * b * hw);
+  v.push(in[2], in[3]);
+  v.push(b, dcr ? b * cout * hw : b * hw);
+  v.push(in[3], 1);
+  v.push(b, dcr ? cout * hw : hw);
+  v.coalesce();
+  out = Shape{in[0], cout, in[2] * b, in[3] * b};
+  return Status::ok();
+}
+
+// The inverse of DCR: output dims (n, b1, b2, c, h, w) read input row h·b + b1, column w·b + b2.
+template <class Ctx>
+Status space_to_depth_view(const Ctx& c, const Shape& in, StridedView& v, Shape& out) {
+  int64_t b = 0;
+  GRIST_TRY(block_size(c, in, b));
+  if (in[2] % b != 0 || in[3] % b != 0)
+    return node_error(c.node, fmt::format("spatial dims of {} are not multiples of blocksize {}", in.str(), b));
+  const int64_t w = in[3];
+  v.push(in[0], in[1] * in[2] * w);
+  v.push(b, w);
+  v.push(b, 1);
+  v.push(in[1], in[2] * w);
+  v.push(in[2] / b, b * w);
+  v.push(w / b, b);
+  v.coalesce();
+  out = Shape{in[0], in[1] * b * b, in[2] / b, w / b};
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Trilu: the upper (j − i ≥ k) or lower (j − i ≤ k) triangle of every matrix of the last two dims, zeros
+// elsewhere. A linear mask, so its gradient is the same mask applied to the output gradient.
+
+struct TriluSpec {
+  int64_t rows = 0, cols = 0, k = 0;
+  bool upper = true;
+  // Kept columns [first, last) of row i.
+  int64_t first(int64_t i) const { return upper ? std::clamp<int64_t>(i + k, 0, cols) : 0; }
+  int64_t last(int64_t i) const { return upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols); }
+  bool zeroes_any() const {
+    for (int64_t i = 0; i < rows; ++i)
+      if (last(i) - first(i) < cols) return true;
+    return false;
+  }
+};
+
+template <class Ctx>
+Status trilu_spec(const Ctx& c, const Shape& in, TriluSpec& t) {
+  if (in.rank() < 2) return node_error(c.node, fmt::format("the input must have rank 2 or more, got {}", in.str()));
+  t.rows = in[in.rank() - 2];
+  t.cols = in[in.rank() - 1];
+  t.upper = c.node.attr_int("upper", 1) != 0;
+  if (const Tensor* k = c.input(1)) {
+    if (!is_integer(k->dtype()) || k->numel() != 1) return node_error(c.node, "k must be an integer scalar");
+    t.k = k->get_as_int(0);
+  }
+  return Status::ok();
+}
+
+// y = x on the kept triangle, 0 elsewhere, for any element type (zero bytes are 0, 0.0 and false).
+void trilu_apply(const TriluSpec& t, const Tensor& x, Tensor& y) {
+  y.resize(x.dtype(), x.shape());
+  const size_t es = dtype_size(x.dtype());
+  const int64_t row_bytes = t.cols * static_cast<int64_t>(es);
+  const int64_t matrices = t.rows * t.cols == 0 ? 0 : x.numel() / (t.rows * t.cols);
+  for (int64_t m = 0; m < matrices; ++m)
+    for (int64_t i = 0; i < t.rows; ++i) {
+      const int64_t off = (m * t.rows + i) * row_bytes;
+      const int64_t a = t.first(i) * static_cast<int64_t>(es), b = std::max(t.last(i) * static_cast<int64_t>(es), a);
+      std::byte* dst = y.raw() + off;
+      const std::byte* src = x.raw() + off;
+      std::memset(dst, 0, static_cast<size_t>(a));
+      std::memcpy(dst + a, src + a, static_cast<size_t>(b - a));
+      std::memset(dst + b, 0, static_cast<size_t>(row_bytes - b));
+    }
+}
+
+Status trilu_forward(ForwardContext& c) {
+  GRIST_TRY(require_input(c, 0));
+  GRIST_TRY(require_output(c, 0));
+  TriluSpec t;
+  GRIST_TRY(trilu_spec(c, c.input(0)->shape(), t));
+  trilu_apply(t, *c.input(0), *c.output(0));
+  return Status::ok();
+}
+
+Status trilu_backward(BackwardContext& c) {
+  Tensor* gx = c.grad_input(0);
+  if (!gx) return Status::ok();
+  const Tensor& x = *c.input(0);
+  const Tensor* gy = c.grad_output(0);
+  if (!gy) {
+    gx->resize_zero(x.dtype(), x.shape());
+    return Status::ok();
+  }
+  TriluSpec t;
+  GRIST_TRY(trilu_spec(c, x.shape(), t));
+  trilu_apply(t, *gy, *gx);
+  return Status::ok();
+}
+
+Status trilu_shape(const ShapeContext& c, std::vector<Shape>& out) {
+  if (!c.shape(0)) return node_error(c.node, "input 0 is missing");
+  out.assign(1, *c.shape(0));
+  return Status::ok();
 }
 
 // Expand's gradient is the broadcast reduction every broadcasting op uses.
@@ -938,6 +1069,27 @@ Status pad_bounds(BoundsContext& c) {
   return Status::ok();
 }
 
+// Trilu: a selection plus the zeros it writes. The kernel at the bounds writes them; the single-interval
+// shortcut only takes the data's hull, so 0 joins it where some element is zeroed.
+Status trilu_bounds(BoundsContext& c) {
+  GRIST_TRY(bounds_select(c));
+  const IntervalTensor* x = c.partitioned(0);
+  if (c.outputs.empty() || !x || !x->shape_known || x->shape.rank() < 2) return Status::ok();
+  IntervalTensor& y = c.outputs[0];
+  if (y.lo.size() != 1 || y.exact || y.numel() <= 1) return Status::ok();
+  TriluSpec t;
+  const IntervalTensor* k = c.partitioned(1);
+  if (k && !k->exact) return Status::ok();  // bounds_select left the output unbounded
+  const Tensor* k_value = k ? k->exact.get() : nullptr;
+  const Tensor* values[] = {nullptr, k_value};
+  const Shape* shapes[] = {&x->shape, nullptr};
+  const ShapeContext sc{c.node, shapes, values};
+  if (!trilu_spec(sc, x->shape, t) || !t.zeroes_any()) return Status::ok();
+  y.lo[0] = std::min(y.lo[0], 0.0);
+  y.hi[0] = std::max(y.hi[0], 0.0);
+  return Status::ok();
+}
+
 // Casting rounds or truncates monotonically, except to bool (x ≠ 0).
 Status cast_bounds(BoundsContext& c) {
   if (c.node.attr_int("to", 0) != static_cast<int64_t>(DType::Bool)) return bounds_select(c);
@@ -994,6 +1146,12 @@ void register_shape_ops(OpRegistry& r) {
               view_shape<expand_view>});
   r.add(OpDef{"Tile", "", view_forward<tile_view>, view_accumulate_backward<tile_view>, data_only, {}, bounds_select, 0,
               view_shape<tile_view>});
+  // These reorder elements across blocks of the grid: no trait fits, so a blocked input is expanded.
+  r.add(OpDef{"DepthToSpace", "", view_forward<depth_to_space_view>, view_assign_backward<depth_to_space_view>,
+              data_only, {}, bounds_select, 0, view_shape<depth_to_space_view>});
+  r.add(OpDef{"SpaceToDepth", "", view_forward<space_to_depth_view>, view_assign_backward<space_to_depth_view>,
+              data_only, {}, bounds_select, 0, view_shape<space_to_depth_view>});
+  r.add(OpDef{"Trilu", "", trilu_forward, trilu_backward, data_only, {}, trilu_bounds, 0, trilu_shape});
   r.add(OpDef{"Concat", "", concat_forward, concat_backward, kAllInputs, {}, bounds_select, 0, concat_shape});
   r.add(OpDef{"Split", "", split_forward, split_backward, data_only, {}, bounds_select, 0, split_shape});
   r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, pad_bounds, 0, pad_shape});

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data/npy.h"
 #include "data/npz.h"
 #include "data/test_files.h"
 #include "util/sha256.h"
@@ -41,6 +43,12 @@ Outcome grist(const ScratchDir& dir, const std::string& args) {
   r.out = testing::read_file_bytes(out);
   r.err = testing::read_file_bytes(err);
   return r;
+}
+
+std::vector<std::string> names_of(const NamedTensors& arrays) {
+  std::vector<std::string> v;
+  for (const auto& [name, t] : arrays) v.push_back(name);
+  return v;
 }
 
 json parse(const std::string& text) {
@@ -73,6 +81,61 @@ TEST(CliJson, RunReportsEveryInputAndOutputAndNoProducerWhenFinite) {
   EXPECT_EQ(j.at("backward"), json({{"found", false}}));
   EXPECT_TRUE(j.at("forward_ms").is_number());
   EXPECT_TRUE(j.at("backward_ms").is_number());
+}
+
+const Tensor* find_array(const NamedTensors& arrays, const std::string& name) {
+  for (const auto& [n, t] : arrays)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+// run --output writes what grist computed under the ONNX names, so it can be set beside another framework's
+// values: here PyTorch's, recorded when the model was exported, on the same input.
+TEST(CliJson, RunOutputHoldsTheOutputsPyTorchComputedAndDumpEveryValue) {
+  ScratchDir dir;
+  auto expected = read_npz(kModels + "mlp.expected.npz");
+  ASSERT_TRUE(expected) << expected.message();
+  const Tensor* x = find_array(*expected, "input:x");
+  const Tensor* y = find_array(*expected, "output:y");
+  ASSERT_TRUE(x && y);
+  ASSERT_TRUE(write_npy(dir.path("x.npy"), *x));
+  const std::string run = "run " + kModels + "mlp.onnx --input x=" + dir.path("x.npy");
+
+  Outcome r = grist(dir, run + " --output " + dir.path("out.npz") + " --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(parse(r.out).at("output_file"),
+            json({{"path", dir.path("out.npz")}, {"arrays", 1}, {"dump", false}, {"escaped_names", 0}}));
+  auto out = read_npz(dir.path("out.npz"));
+  ASSERT_TRUE(out) << out.message();
+  ASSERT_EQ(names_of(*out), (std::vector<std::string>{"y"}));
+  const Tensor& got = out->front().second;
+  ASSERT_EQ(got.dtype(), DType::Float32);
+  ASSERT_EQ(got.shape(), y->shape());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_NEAR(got.get_as_double(i), y->get_as_double(i), 1e-5) << i;
+
+  r = grist(dir, run + " --dump --output " + dir.path("dump.npz"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("dump.npz: 4 arrays (inputs, every node output), 2 names with %XX escapes"), std::string::npos)
+      << r.out;
+  auto dump = read_npz(dir.path("dump.npz"));
+  ASSERT_TRUE(dump) << dump.message();
+  EXPECT_EQ(names_of(*dump), (std::vector<std::string>{"x", "%2Ffc1%2FGemm_output_0", "%2FRelu_output_0", "y"}));
+  const Tensor* relu = find_array(*dump, "%2FRelu_output_0");
+  ASSERT_TRUE(relu);
+  EXPECT_EQ(relu->shape(), (Shape{3, 16}));
+  for (int64_t i = 0; i < relu->numel(); ++i) EXPECT_GE(relu->get_as_double(i), 0.0);
+  const Tensor* dumped_x = find_array(*dump, "x");
+  ASSERT_TRUE(dumped_x);
+  ASSERT_EQ(dumped_x->nbytes(), x->nbytes());
+  EXPECT_EQ(std::memcmp(dumped_x->raw(), x->raw(), x->nbytes()), 0);
+
+  // An existing file is left as it was, and the run is refused before it starts.
+  const std::string before = testing::read_file_bytes(dir.path("out.npz"));
+  r = grist(dir, run + " --dump --output " + dir.path("out.npz"));
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "grist: error: --output " + dir.path("out.npz") + ": already exists; refusing to overwrite it\n");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(testing::read_file_bytes(dir.path("out.npz")), before);
 }
 
 TEST(CliJson, RunNamesTheFirstProducerWithItsCountsIndexAndInputs) {

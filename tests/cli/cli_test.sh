@@ -28,6 +28,33 @@ expect "a finite run exits 0" 0 "every value finite" -- "$GRIST" run "$M/mlp.onn
 expect "log(softmax) on wide logits names Log" 1 "node '/Log' \(Log\)" -- "$GRIST" run "$SRC/examples/log_softmax.onnx" --range=-300,300 --batch 8 --seed 3
 expect "JSON output" 0 '"forward": \{' -- "$GRIST" run "$M/mlp.onnx" --json
 expect "backward scan" 0 "backward from 'y': every value finite" -- "$GRIST" run "$M/mlp.onnx" --backward y
+# run --output: the outputs (and with --dump every value) in an .npz numpy reads, never over a file.
+expect "run --output writes the outputs" 0 "wrote .*run.npz: 1 arrays \(outputs\)" -- "$GRIST" run "$M/mlp.onnx" --batch 3 --output "$TMP/run.npz"
+expect "numpy reads the outputs back" 0 "^y \(3, 5\) float32$" -- /usr/bin/python3 -c "import numpy as np; d = np.load('$TMP/run.npz'); [print(k, d[k].shape, d[k].dtype) for k in d.files]"
+expect "run --output never overwrites a file" 2 "run.npz: already exists; refusing to overwrite it" -- "$GRIST" run "$M/mlp.onnx" --output "$TMP/run.npz"
+expect "the refused file is left as it was" 0 "^y$" -- /usr/bin/python3 -c "import numpy as np; print(*np.load('$TMP/run.npz').files)"
+expect "run --dump needs --output" 2 "--dump needs --output" -- "$GRIST" run "$M/mlp.onnx" --dump
+expect "run --output into a missing folder" 2 "--output .*nofolder/r.npz: .*nofolder is not a folder" -- "$GRIST" run "$M/mlp.onnx" --output "$TMP/nofolder/r.npz"
+expect "run --dump escapes '/' in value names" 0 "wrote .*dump.npz: 4 arrays \(inputs, every node output\), 2 names with %XX escapes" -- "$GRIST" run "$M/mlp.onnx" --batch 3 --dump --output "$TMP/dump.npz"
+expect "numpy reads the dump, unquote gives the ONNX names" 0 "^x /fc1/Gemm_output_0 /Relu_output_0 y$" -- /usr/bin/python3 -c "import numpy as np, urllib.parse as u; print(*[u.unquote(k) for k in np.load('$TMP/dump.npz').files])"
+expect "run --output of a NaN still writes it, exit 1" 1 "wrote .*nan.npz" -- "$GRIST" run "$SRC/examples/log_softmax.onnx" --range=-300,300 --batch 8 --seed 3 --output "$TMP/nan.npz"
+expect "run --output --json names the file" 0 '"output_file": \{' -- "$GRIST" run "$M/mlp.onnx" --json --output "$TMP/run-json.npz"
+expect "no temporary file is left beside the outputs" 0 "^0$" -- bash -c "ls '$TMP' | grep -c '\.tmp-'; true"
+
+# ONNX external data (weights beside the model), read from the model's folder and never from outside it.
+X=$TMP/external
+expect "external-data models are made" 0 "" -- /usr/bin/python3 "$SRC/tests/models/make_external_data.py" "$X"
+expect "run a model with external weights" 0 "wrote .*ext.npz" -- "$GRIST" run "$X/ok/model.onnx" --input "$X/ok/input.npz" --output "$TMP/ext.npz" --dump
+expect "its outputs match numpy's" 0 "^match$" -- /usr/bin/python3 -c "import numpy as np; a = np.load('$TMP/ext.npz'); e = np.load('$X/ok/expected.npz'); print('match' if np.allclose(a['y'], e['y'], rtol=1e-6, atol=1e-6) and '%2Ffc%2FMatMul_output_0' in a.files else a.files)"
+expect "a location through a symlink inside the folder" 0 "every value finite" -- "$GRIST" run "$X/ok/linked.onnx"
+expect "from another working directory" 0 "every value finite" -- bash -c "cd / && '$(realpath "$GRIST")' run '$X/ok/model.onnx'"
+expect "external data: an absolute location" 2 "absolute/model.onnx: tensor 'W' external data '/.*weights.bin': an absolute path" -- "$GRIST" run "$X/absolute/model.onnx"
+expect "external data: a location leaving the folder" 2 "tensor 'W' external data '../../ok/weights.bin': '..' leads out of the model's folder" -- "$GRIST" run "$X/dotdot/sub/model.onnx"
+expect "external data: a symlink leading outside" 2 "tensor 'W' external data 'weights.bin': resolves to .*ok/weights.bin, outside the model's folder" -- "$GRIST" scan "$X/symlink/model.onnx"
+expect "external data: a missing file" 2 "missing/model.onnx: tensor 'W' external data 'weights.bin' \(.*missing/weights.bin\): cannot open file: No such file" -- "$GRIST" hunt "$X/missing/model.onnx" -q
+expect "external data: past the end of the file" 2 "tensor 'scale' external data 'weights.bin': bytes 60 to 68 lie beyond the end of the file \(64 bytes\)" -- "$GRIST" run "$X/short/model.onnx"
+expect "external data: a length the shape does not need" 2 "tensor 'W' external data 'weights.bin': length 44 bytes, but its shape \[4, 3\] of float32 needs 48" -- "$GRIST" run "$X/length/model.onnx"
+
 expect "scan under the default ranges: exp may fail" 1 "may fail .*Exp" -- "$GRIST" scan "$M/vae_head.onnx"
 expect "scan with the user's ranges proves it safe" 0 "x +\[0, 1\] \(your statement: --assume\)" -- "$GRIST" scan "$M/vae_head.onnx" --assume x=0,1 --assume fc.weight=-0.01,0.01 --ranum-weights
 expect "scan --sarif writes the report" 1 "may fail" -- "$GRIST" scan "$M/vae_head.onnx" --sarif "$TMP/scan.sarif"

@@ -157,6 +157,34 @@ TEST(Npz, WriterRejectsBadNames) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+// ONNX value names ("/fc1/Gemm_output_0", or any bytes at all) as array names numpy reads back unchanged.
+TEST(Npz, ArrayNamesEscapeWhatNumpyCannotReadBack) {
+  EXPECT_EQ(npz_array_name("/fc1/Gemm_output_0"), "%2Ffc1%2FGemm_output_0");
+  EXPECT_EQ(npz_array_name("x: y.z-0 [1]"), "x: y.z-0 [1]");
+  EXPECT_EQ(npz_array_name("100%"), "100%25");
+  EXPECT_EQ(npz_array_name("a\\b"), "a%5Cb");
+  EXPECT_EQ(npz_array_name(std::string("a\0b\n\x7f", 5)), "a%00b%0A%7F");
+  EXPECT_EQ(npz_array_name("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  EXPECT_EQ(npz_array_name("\xff"), "%FF");                   // never UTF-8
+  EXPECT_EQ(npz_array_name("\xc0\xaf"), "%C0%AF");            // overlong '/'
+  EXPECT_EQ(npz_array_name("\xed\xa0\x80"), "%ED%A0%80");     // a surrogate
+  EXPECT_EQ(npz_array_name("\xf4\x90\x80\x80"), "%F4%90%80%80");  // past U+10FFFF
+  EXPECT_EQ(npz_array_name("\xe2\x82"), "%E2%82");            // cut short
+  EXPECT_EQ(npz_array_name(""), "");
+  // Injective: the escape character itself is escaped, so "%2F" and "/" stay apart.
+  EXPECT_NE(npz_array_name("%2F"), npz_array_name("/"));
+
+  ScratchDir dir;
+  const Tensor t = Tensor::scalar<float>(1.0f);
+  const std::vector<std::string> names{"/a/b", "%2Fa%2Fb", "caf\xc3\xa9", std::string("n\0l", 3)};
+  NamedTensors arrays;
+  for (const auto& n : names) arrays.emplace_back(npz_array_name(n), t);
+  ASSERT_TRUE(write_npz(dir.path("names.npz"), arrays));
+  auto r = read_npz(dir.path("names.npz"));
+  ASSERT_TRUE(r) << r.message();
+  EXPECT_EQ(names_of(*r), (std::vector<std::string>{"%2Fa%2Fb", "%252Fa%252Fb", "caf\xc3\xa9", "n%00l"}));
+}
+
 TEST(Npz, RejectsWhatIsNotAnNpz) {
   ScratchDir dir;
   auto missing = read_npz(dir.path("missing.npz"));

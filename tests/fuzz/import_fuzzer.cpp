@@ -1,7 +1,8 @@
 // libFuzzer target for the importer and the engine behind it: any byte string must import cleanly or be
 // refused with an error, never crash, hang or trip a sanitizer. A model that imports and that grist can run
 // is run forward on seeded random inputs and backward from its first float output, so the kernels and
-// gradients of every op the fuzzer reaches see the shapes and attributes it invents.
+// gradients of every op the fuzzer reaches see the shapes and attributes it invents. A model from memory has no
+// folder, so a tensor claiming external data is refused (an error starting "fuzz.onnx: "): no file is opened.
 // Build: cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DGRIST_FUZZ=ON
 //        ninja -C build-fuzz import_fuzzer   (make fuzz-smoke builds and runs every fuzzer)
 // Run:   build-fuzz/import_fuzzer -max_total_time=60 tests/models examples

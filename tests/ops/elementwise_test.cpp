@@ -17,6 +17,7 @@ namespace {
 using testing::allocations_after_first_pass;
 using testing::BackwardFrom;
 using testing::attr_float;
+using testing::expect_bounds_sound;
 using testing::expect_gradient_matches;
 using testing::GradCheckOptions;
 using testing::make_single_node_graph;
@@ -107,7 +108,14 @@ INSTANTIATE_TEST_SUITE_P(
                       UnaryCase{"Softplus", 21, 40, false, {}, "AboveThreshold"}, UnaryCase{"Softsign", 0.1, 4, true},
                       UnaryCase{"Erf", -2, 2, false}, UnaryCase{"Floor", 0.1, 0.9, false},
                       UnaryCase{"Ceil", 0.1, 0.9, false}, UnaryCase{"Round", 0.1, 0.4, false},
-                      UnaryCase{"Identity", -3, 3, false}),
+                      UnaryCase{"Identity", -3, 3, false}, UnaryCase{"HardSigmoid", -2, 2, false},
+                      UnaryCase{"HardSigmoid", -2.5, 2.5, false, {{"alpha", attr_float(1.0 / 6)}}, "PyTorch"},
+                      UnaryCase{"HardSwish", -2.9, 2.9, false},
+                      UnaryCase{"HardSwish", 3.1, 6, true, {}, "Saturated"}, UnaryCase{"Elu", 0.1, 3, true},
+                      UnaryCase{"Selu", 0.1, 3, true}, UnaryCase{"Celu", 0.1, 3, true},
+                      UnaryCase{"Celu", 0.1, 3, true, {{"alpha", attr_float(0.5)}}, "Alpha"},
+                      UnaryCase{"ThresholdedRelu", 1.2, 3, true}, UnaryCase{"Mish", -5, 5, false},
+                      UnaryCase{"Mish", 21, 30, false, {}, "AboveSoftplusThreshold"}),
     [](const ::testing::TestParamInfo<UnaryCase>& info) { return info.param.op + info.param.label; });
 
 // ---------------------------------------------------------------------------------------------------
@@ -137,7 +145,7 @@ TEST_P(BinaryGradient, MatchesFiniteDifferencesUnderBroadcasting) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Elementwise, BinaryGradient, ::testing::Values("Add", "Sub", "Mul", "Div", "Pow"));
+INSTANTIATE_TEST_SUITE_P(Elementwise, BinaryGradient, ::testing::Values("Add", "Sub", "Mul", "Div", "Pow", "PRelu"));
 
 TEST(PowGradient, ConstantExponentsTakingTheSpecialisedPaths) {
   Rng rng(3);
@@ -453,6 +461,68 @@ TEST(ElementwiseSteadyState, RepeatedPassesAllocateNothing) {
     SCOPED_TRACE(op);
     EXPECT_EQ(0u, allocations_after_first_pass(node_spec(op), inputs, BackwardFrom::FirstOutput, /*extra_passes=*/2));
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The activations models export: known values, and interval transfers that enclose the kernel on boxes that
+// straddle their kinks, minima and saturations (Mish is opset 18: the conformance data has no case for it).
+
+TEST(Activations, MatchKnownValues) {
+  auto one = [](const NodeSpec& spec, float x) {
+    return forward_of(spec, {Tensor::scalar<float>(x)}).get_as_double(0);
+  };
+  EXPECT_DOUBLE_EQ(one(node_spec("HardSwish"), -1.5f), -0.375);
+  EXPECT_DOUBLE_EQ(one(node_spec("HardSwish"), 4.f), 4.0);
+  EXPECT_DOUBLE_EQ(one(node_spec("HardSwish"), -4.f), 0.0);
+  EXPECT_NEAR(one(node_spec("HardSigmoid"), 1.f), 0.7, 1e-7);
+  EXPECT_NEAR(one(node_spec("Mish"), 1.f), 0.8650983882673103, 1e-6);
+  EXPECT_NEAR(one(node_spec("Mish"), -1.192431f), -0.3088434, 1e-6);
+  EXPECT_TRUE(std::isnan(one(node_spec("Mish"), -INFINITY)));  // −inf·tanh(0), as PyTorch
+  EXPECT_NEAR(one(node_spec("Elu"), -1.f), std::expm1(-1.0), 1e-7);
+  EXPECT_NEAR(one(node_spec("Selu"), -1.f), 1.0507009873554805 * 1.6732632423543772 * std::expm1(-1.0), 1e-6);
+  EXPECT_NEAR(one(node_spec("Celu", {{"alpha", attr_float(2)}}), -1.f), 2 * std::expm1(-0.5), 1e-7);
+  EXPECT_DOUBLE_EQ(one(node_spec("ThresholdedRelu"), 1.f), 0.0);  // not above α = 1
+  const Tensor prelu = forward_of(node_spec("PRelu"), {Tensor::from<float>(Shape{2}, {-2, 3}),
+                                                       Tensor::from<float>(Shape{1}, {0.25f})});
+  EXPECT_DOUBLE_EQ(prelu.get_as_double(0), -0.5);
+  EXPECT_DOUBLE_EQ(prelu.get_as_double(1), 3.0);
+}
+
+TEST(Activations, IntervalTransfersEncloseTheKernel) {
+  const Tensor x(DType::Float32, Shape{3, 4});
+  const std::vector<Interval> boxes = {{-4, -1}, {-2, 0.5}, {-3.5, 3.5}, {-10, 10}, {2, 5}, {-kInf, -50}, {-kInf, kInf}};
+  const NodeSpec specs[] = {node_spec("HardSwish"),
+                            node_spec("HardSigmoid"),
+                            node_spec("HardSigmoid", {{"alpha", attr_float(-0.5)}}),
+                            node_spec("Mish"),
+                            node_spec("Elu"),
+                            node_spec("Selu"),
+                            node_spec("Celu", {{"alpha", attr_float(0.5)}}),
+                            node_spec("ThresholdedRelu"),
+                            node_spec("ThresholdedRelu", {{"alpha", attr_float(-1)}})};
+  uint64_t seed = 1;
+  for (const NodeSpec& spec : specs)
+    for (const Interval& box : boxes) {
+      SCOPED_TRACE(spec.op_type + " on [" + std::to_string(box.lo) + ", " + std::to_string(box.hi) + "]");
+      expect_bounds_sound(spec, {x}, {box}, seed++);
+    }
+  for (const Interval& box : boxes) {
+    SCOPED_TRACE("PRelu on [" + std::to_string(box.lo) + ", " + std::to_string(box.hi) + "]");
+    expect_bounds_sound(node_spec("PRelu"), {x, Tensor(DType::Float32, Shape{4})}, {box, {-0.5, 0.75}}, seed++);
+  }
+}
+
+TEST(Activations, NonMonotoneTransfersAreTight) {
+  auto hull = [](const NodeSpec& spec, Interval box) {
+    const auto bounds = expect_bounds_sound(spec, {Tensor(DType::Float32, Shape{2})}, {box}, 9);
+    return bounds.empty() ? Interval{} : bounds[0].hull();
+  };
+  const Interval swish = hull(node_spec("HardSwish"), {-4, 1});  // minimum −3/8 at −3/2, then up to 2/3
+  EXPECT_NEAR(swish.lo, -0.375, 1e-5);
+  EXPECT_NEAR(swish.hi, 2.0 / 3, 1e-5);
+  const Interval mish = hull(node_spec("Mish"), {-3, 0});
+  EXPECT_NEAR(mish.lo, -0.3088434, 1e-6);
+  EXPECT_NEAR(mish.hi, 0.0, 1e-5);
 }
 
 }  // namespace

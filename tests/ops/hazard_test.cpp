@@ -53,7 +53,9 @@ TEST(Objectives, EveryObjectiveHasOneEntryThatSeedsItsExtremum) {
     Tensor seed;
     const ObjectiveValue r = k.evaluate(v, seed);
     EXPECT_EQ(seed.shape(), v.shape()) << k.name;
-    if (o == Objective::None) EXPECT_EQ(r.index, -1);
+    if (o == Objective::None) {
+      EXPECT_EQ(r.index, -1);
+    }
   }
   Tensor seed;
   const ObjectiveValue r = evaluate_objective(Objective::MinAbs, v, seed);

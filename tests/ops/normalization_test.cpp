@@ -1,9 +1,13 @@
-// BatchNormalization (inference and both training-mode conventions), LayerNormalization and Dropout:
-// forward values, statistics outputs, mode selection, error paths, and gradients.
+// BatchNormalization (inference and both training-mode conventions), InstanceNormalization,
+// LayerNormalization and Dropout: forward values, statistics outputs, mode selection, error paths, and
+// gradients; InstanceNormalization's interval transfer.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "analysis/intervals.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -117,6 +121,86 @@ TEST(BatchNormalizationGradient, RankTwoInput) {
                           {random_tensor(rng, {5, 2}), random_tensor(rng, {2}), random_tensor(rng, {2}),
                            random_tensor(rng, {2}), random_tensor(rng, {2}, 0.5, 1)},
                           {.wrt = {0, 1, 2}});
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+// InstanceNormalization inputs: X [2, 3, 2, 2] and per-channel scale and B.
+std::vector<Tensor> instance_norm_inputs(uint64_t seed, const Shape& x = {2, 3, 2, 2}) {
+  Rng rng(seed);
+  return {random_tensor(rng, x, -2, 2), random_tensor(rng, {x[1]}, 0.5, 1.5), random_tensor(rng, {x[1]})};
+}
+
+TEST(InstanceNormalization, NormalisesEverySampleAndChannelOverItsSpatialValues) {
+  auto in = instance_norm_inputs(60);
+  auto out = run_node(node_spec("InstanceNormalization", {{"epsilon", attr_float(1e-2)}}), in);
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t g = 0; g < 6; ++g) {
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < 4; ++j) sum += in[0].get_as_double(g * 4 + j);
+    const double mean = sum / 4;
+    for (int64_t j = 0; j < 4; ++j) sq += std::pow(in[0].get_as_double(g * 4 + j) - mean, 2);
+    const int64_t c = g % 3;
+    for (int64_t j = 0; j < 4; ++j) {
+      const double expected = in[1].get_as_double(c) * (in[0].get_as_double(g * 4 + j) - mean) / std::sqrt(sq / 4 + 1e-2) +
+                              in[2].get_as_double(c);
+      EXPECT_NEAR(out[0].get_as_double(g * 4 + j), expected, 1e-12);
+    }
+  }
+}
+
+TEST(InstanceNormalization, Float32AndConstantChannelsGiveTheBias) {
+  Tensor x = Tensor::from<float>({1, 2, 3}, {1, 2, 3, 5, 5, 5});
+  auto out = run_node(node_spec("InstanceNormalization"),
+                      {x, Tensor::from<float>({2}, {2, 3}), Tensor::from<float>({2}, {0.5f, -1})});
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_EQ(out[0].dtype(), DType::Float32);
+  const float s = 2.0f / std::sqrt(2.0f / 3 + 1e-5f);
+  EXPECT_NEAR(out[0].get_as_double(0), 0.5 - s, 1e-5);
+  EXPECT_NEAR(out[0].get_as_double(1), 0.5, 1e-6);
+  for (int64_t i = 3; i < 6; ++i) EXPECT_EQ(out[0].get_as_double(i), -1);  // (x − μ) = 0 exactly
+}
+
+TEST(InstanceNormalization, RejectsMismatchedParameters) {
+  auto in = instance_norm_inputs(61);
+  in[1] = constant({2}, 1);
+  EXPECT_FALSE(try_run_node(node_spec("InstanceNormalization"), in).is_ok());
+  in = instance_norm_inputs(61);
+  in.pop_back();
+  EXPECT_FALSE(try_run_node(node_spec("InstanceNormalization"), in).is_ok());
+}
+
+TEST(InstanceNormalizationGradient, InputScaleAndBias) {
+  expect_gradient_matches(node_spec("InstanceNormalization"), instance_norm_inputs(62), {.wrt = {0, 1, 2}});
+  expect_gradient_matches(node_spec("InstanceNormalization", {{"epsilon", attr_float(0.1)}}),
+                          instance_norm_inputs(63, {3, 2, 5}), {.wrt = {0, 1, 2}});
+}
+
+// The bounds of InstanceNormalization's output for x, scale and B in their boxes, checked to hold the kernel's
+// float32 outputs (testing::expect_bounds_sound).
+IntervalTensor expect_instance_norm_bounds_sound(const NodeSpec& spec, const Shape& x, Interval xb, Interval sb,
+                                                 Interval bb) {
+  const Shape p{x[1]};
+  auto bounds = testing::expect_bounds_sound(
+      spec, {Tensor(DType::Float32, x), Tensor(DType::Float32, p), Tensor(DType::Float32, p)}, {xb, sb, bb}, 64);
+  return bounds.empty() ? IntervalTensor{} : bounds[0];
+}
+
+TEST(InstanceNormalizationBounds, TheNormalisedValueIsWithinTheSquareRootOfTheCount) {
+  // 4 spatial values: |x − μ|/σ ≤ √3 < 2, times scale ≤ 2, plus B ≤ 1.
+  const IntervalTensor b = expect_instance_norm_bounds_sound(node_spec("InstanceNormalization"), {2, 3, 2, 2},
+                                                             {-5, 5}, {0.5, 2}, {-1, 1});
+  EXPECT_FALSE(b.may_be_nan);
+  EXPECT_LE(b.hull().hi, 5.001);
+  EXPECT_GE(b.hull().lo, -5.001);
+  // A narrow spread over a large epsilon bounds it more tightly than the count does.
+  const IntervalTensor narrow = expect_instance_norm_bounds_sound(
+      node_spec("InstanceNormalization", {{"epsilon", attr_float(1)}}), {1, 2, 64}, {0, 0.01}, {1, 1}, {0, 0});
+  EXPECT_LE(narrow.hull().hi, 0.011);
+  // Unbounded inputs: inf − inf in the statistics may give NaN.
+  const IntervalTensor wide = expect_instance_norm_bounds_sound(node_spec("InstanceNormalization"), {1, 2, 3},
+                                                                {-kInf, kInf}, {1, 1}, {0, 0});
+  EXPECT_TRUE(wide.may_be_nan);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -276,6 +360,8 @@ TEST(NormalizationSteadyState, RepeatedPassesAllocateNothing) {
                 node_spec("LayerNormalization", {{"axis", attr_int(1)}}, 3),
                 {random_tensor(rng, {2, 3, 4}), random_tensor(rng, {1, 4}), random_tensor(rng, {3, 4})},
                 kEveryFloatOutput, 2),
+            0u);
+  EXPECT_EQ(allocations_after_first_pass(node_spec("InstanceNormalization"), instance_norm_inputs(52), kEveryFloatOutput, 2),
             0u);
   EXPECT_EQ(
       allocations_after_first_pass(node_spec("Dropout", {}, 1, 13),

@@ -8,7 +8,6 @@
 #include <cfloat>
 #include <cmath>
 
-#include "analysis/intervals.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -418,60 +417,6 @@ TEST(RecurrentGradient, OtherActivationsAndClip) {
 
 // ---- interval transfer ---------------------------------------------------------------------------------
 
-// Every output at points drawn from the boxes (float32, as models run) lies in the transfer's bounds, whose
-// shapes are the kernel's. Returns the analysis of the outputs for the caller's precision checks.
-std::vector<IntervalTensor> expect_bounds_sound(const NodeSpec& spec, const std::vector<Tensor>& shapes,
-                                                const std::vector<Interval>& boxes, uint64_t seed) {
-  std::vector<Tensor> probe(shapes.size());
-  NodeSpec with_constants = spec;
-  IntervalOptions opts;
-  for (size_t k = 0; k < shapes.size(); ++k) {
-    if (!shapes[k].defined()) continue;
-    if (!is_float(shapes[k].dtype())) {  // sequence_lens: a known constant
-      probe[k] = shapes[k];
-      with_constants.constant_inputs.push_back(static_cast<int>(k));
-      continue;
-    }
-    probe[k] = Tensor(DType::Float32, shapes[k].shape());
-    opts.given[fmt::format("in{}", k)] = IntervalTensor::filled(DType::Float32, shapes[k].shape(), boxes[k]);
-  }
-  Graph g = make_single_node_graph(with_constants, probe);
-  auto a = analyze_intervals(g, opts);
-  EXPECT_TRUE(a.is_ok()) << a.message();
-  if (!a) return {};
-  std::vector<IntervalTensor> bounds;
-  for (ValueId id : g.outputs) bounds.push_back(a->values[static_cast<size_t>(id)]);
-  Rng rng(seed);
-  for (int point = 0; point < 40; ++point) {
-    for (size_t k = 0; k < shapes.size(); ++k) {
-      if (!probe[k].defined() || !is_float(probe[k].dtype())) continue;
-      for (float& v : probe[k].span<float>()) {
-        const double u = rng.uniform();
-        // Corners often: that is where saturation and the largest states are. Inside an infinite box, large values.
-        const double lo = std::max(boxes[k].lo, -1e30), hi = std::min(boxes[k].hi, 1e30);
-        v = static_cast<float>(u < 0.2 ? boxes[k].lo : u > 0.8 ? boxes[k].hi : rng.uniform(lo, hi));
-      }
-    }
-    auto out = run_node(with_constants, probe);
-    EXPECT_EQ(out.size(), bounds.size());
-    for (size_t o = 0; o < out.size() && o < bounds.size(); ++o) {
-      const IntervalTensor& b = bounds[o];
-      EXPECT_TRUE(b.shape_known);
-      EXPECT_EQ(b.shape, out[o].shape()) << "output " << o;
-      if (b.shape != out[o].shape()) return bounds;
-      for (int64_t i = 0; i < out[o].numel(); ++i) {
-        const double v = out[o].get_as_double(i);
-        if (std::isnan(v)) {
-          EXPECT_TRUE(b.may_be_nan) << spec.op_type << " output " << o << "[" << i << "] is NaN";
-          continue;
-        }
-        EXPECT_TRUE(b.lo_at(i) <= v && v <= b.hi_at(i)) << spec.op_type << " output " << o << "[" << i << "] = " << v
-                                                        << " outside [" << b.lo_at(i) << ", " << b.hi_at(i) << "]";
-      }
-    }
-  }
-  return bounds;
-}
 
 TEST(RecurrentBounds, HiddenStatesOfSaturatingCellsStayInTheirRangeForAnyInputs) {
   for (const std::string op : {"RNN", "GRU", "LSTM"})

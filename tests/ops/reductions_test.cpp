@@ -1,10 +1,13 @@
-// Reduce* and ArgMax/ArgMin: forward semantics (axes forms, keepdims, IEEE edge cases), gradients against
-// finite differences, and the gradient conventions that finite differences cannot pin (ties, zeros).
+// Reduce*, ArgMax/ArgMin and CumSum: forward semantics (axes forms, keepdims, IEEE edge cases), gradients
+// against finite differences, the gradient conventions that finite differences cannot pin (ties, zeros),
+// and CumSum's interval transfer against float32 summation.
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "analysis/intervals.h"
 #include "support/op_test_util.h"
 
 namespace grist {
@@ -250,6 +253,84 @@ TEST(ArgMax, RejectsBadAxisAndEmptyAxis) {
   EXPECT_FALSE(try_run_node(node_spec("ArgMax", {{"axis", attr_int(0)}}), {Tensor(DType::Float32, Shape{0, 2})}).is_ok());
 }
 
+// ---- CumSum ---------------------------------------------------------------------------------
+
+NodeSpec cumsum_spec(int64_t exclusive, int64_t reverse) {
+  NodeSpec spec = node_spec("CumSum", {{"exclusive", attr_int(exclusive)}, {"reverse", attr_int(reverse)}});
+  spec.constant_inputs = {1};
+  return spec;
+}
+
+TEST(CumSum, ExclusiveAndReverseAlongAnAxisInput) {
+  const Tensor axis = Tensor::scalar<int32_t>(1);
+  auto y = [&](int64_t e, int64_t r) { return run_node(cumsum_spec(e, r), {kMatrix, axis})[0]; };
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 3}, {1, 3, 6, 4, 9, 15}), y(0, 0)));
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 3}, {0, 1, 3, 0, 4, 9}), y(1, 0)));
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 3}, {6, 5, 3, 15, 11, 6}), y(0, 1)));
+  EXPECT_TRUE(tensors_close(Tensor::from<float>(Shape{2, 3}, {5, 3, 0, 11, 6, 0}), y(1, 1)));
+  // Axis 0 given as a negative int64, on integers.
+  const Tensor ints = Tensor::from<int64_t>(Shape{2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>(Shape{2, 3}, {1, 2, 3, 5, 7, 9}),
+                            run_node(cumsum_spec(0, 0), {ints, axes_tensor({-2})})[0]));
+}
+
+TEST(CumSum, Float32SumsOverflowToInfinity) {
+  const Tensor x = Tensor::from<float>(Shape{3}, {3e38f, 3e38f, -3e38f});
+  auto y = run_node(cumsum_spec(0, 0), {x, Tensor::scalar<int64_t>(0)});
+  EXPECT_EQ(y[0].data<float>()[1], kInf);
+  EXPECT_EQ(y[0].data<float>()[2], kInf);
+}
+
+TEST(CumSum, RejectsBadAxis) {
+  EXPECT_FALSE(try_run_node(cumsum_spec(0, 0), {kMatrix, Tensor::scalar<int64_t>(2)}).is_ok());
+  EXPECT_FALSE(try_run_node(cumsum_spec(0, 0), {kMatrix, axes_tensor({0, 1})}).is_ok());
+  EXPECT_FALSE(try_run_node(cumsum_spec(0, 0), {kMatrix, Tensor::scalar<float>(0)}).is_ok());
+}
+
+TEST(CumSumGradient, IsTheCumSumOfTheGradientTheOtherWay) {
+  Rng rng(21);
+  for (int64_t e : {0, 1})
+    for (int64_t r : {0, 1})
+      for (int64_t axis : {0, 1, -1}) {
+        SCOPED_TRACE(::testing::Message() << "exclusive " << e << " reverse " << r << " axis " << axis);
+        expect_gradient_matches(cumsum_spec(e, r), {random_tensor(rng, Shape{3, 4, 2}), axes_tensor({axis})});
+      }
+}
+
+// The analysis's bounds of CumSum along `axis` for x in `box` (per element when `per_element`), checked to
+// hold the float32 kernel's outputs (testing::expect_bounds_sound).
+IntervalTensor expect_cumsum_bounds_sound(const NodeSpec& spec, const Shape& shape, int64_t axis, Interval box,
+                                          bool per_element) {
+  auto bounds = testing::expect_bounds_sound(
+      spec, {Tensor(DType::Float32, shape), Tensor::scalar<int64_t>(axis)}, {box, {}}, 22,
+      per_element ? testing::BoxLayout::PerElement : testing::BoxLayout::OneInterval);
+  return bounds.empty() ? IntervalTensor{} : bounds[0];
+}
+
+TEST(CumSumBounds, EncloseFloat32RunningSums) {
+  // 0.1f added 4000 times drifts far from 4000·0.1f in float32: the γ_n widening covers it.
+  const float tenth = 0.1f;
+  const IntervalTensor drift = expect_cumsum_bounds_sound(cumsum_spec(0, 0), {1, 4000}, 1, {tenth, tenth}, true);
+  EXPECT_LE(drift.hi_at(3999) - drift.lo_at(3999), 1.0);
+  for (int64_t e : {0, 1})
+    for (int64_t r : {0, 1}) {
+      SCOPED_TRACE(::testing::Message() << "exclusive " << e << " reverse " << r);
+      const IntervalTensor b = expect_cumsum_bounds_sound(cumsum_spec(e, r), {3, 50}, 1, {-1, 3}, true);
+      // The running sum of k values grows to [−k, 3k], a little wider for rounding.
+      const int64_t last = r ? 0 : 49;
+      EXPECT_LE(b.hi_at(last), (e ? 49 : 50) * 3 * 1.0001);
+      EXPECT_GE(b.hi_at(last), (e ? 49 : 50) * 3);
+      EXPECT_FALSE(b.may_be_nan);
+    }
+  // One interval for a large input, along the axis of size 4: each output sums at most 4 terms.
+  const IntervalTensor large = expect_cumsum_bounds_sound(cumsum_spec(0, 0), {4, 2000}, 0, {0, 1}, false);
+  EXPECT_LE(large.hull().hi, 4.001);
+  EXPECT_GE(large.hull().lo, 0);
+  // Sums that may overflow are unbounded, and may be NaN (inf − inf).
+  const IntervalTensor overflow = expect_cumsum_bounds_sound(cumsum_spec(0, 0), {4}, 0, {-3e38, 3e38}, true);
+  EXPECT_TRUE(overflow.may_be_nan);
+}
+
 // ---- Steady state ---------------------------------------------------------------------------
 
 TEST(Reduce, RepeatedPassesAllocateNoTensorBuffers) {
@@ -260,6 +341,8 @@ TEST(Reduce, RepeatedPassesAllocateNoTensorBuffers) {
     EXPECT_EQ(0u, allocations_after_first_pass(reduce_spec(op, {1}), inputs, BackwardFrom::FirstOutput,
                                                /*extra_passes=*/2));
   }
+  EXPECT_EQ(0u, allocations_after_first_pass(cumsum_spec(1, 1), {inputs[0], Tensor::scalar<int64_t>(1)},
+                                             BackwardFrom::FirstOutput, /*extra_passes=*/2));
 }
 
 }  // namespace

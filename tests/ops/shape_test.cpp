@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "analysis/intervals.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -410,6 +413,117 @@ TEST(Range, ZeroOrNonFiniteDeltaIsAnErrorNotAHang) {
       "");
 }
 
+// ---- DepthToSpace, SpaceToDepth, Trilu ----
+
+// The analysis's bounds of output 0 for the float inputs in `boxes` (one interval for all elements, or the
+// same one per element), checked to hold the kernel's outputs (testing::expect_bounds_sound).
+IntervalTensor expect_bounds_sound(const NodeSpec& spec, const std::vector<Tensor>& inputs,
+                                   const std::vector<Interval>& boxes, bool per_element = false) {
+  std::vector<Interval> all(inputs.size());
+  for (size_t k = 0, b = 0; k < inputs.size(); ++k)
+    if (is_float(inputs[k].dtype())) all[k] = boxes[b++];
+  auto bounds = testing::expect_bounds_sound(spec, inputs, all, 3,
+                                             per_element ? testing::BoxLayout::PerElement : testing::BoxLayout::OneInterval);
+  return bounds.empty() ? IntervalTensor{} : bounds[0];
+}
+
+TEST(DepthToSpace, DcrAndCrdOrderTheChannelBlocksDifferently) {
+  Tensor x = iota({1, 8, 1, 2});
+  Tensor dcr = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  EXPECT_TRUE(tensors_close(doubles({1, 2, 2, 4}, {0, 4, 1, 5, 8, 12, 9, 13, 2, 6, 3, 7, 10, 14, 11, 15}), dcr));
+  Tensor crd = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("CRD")), {x});
+  EXPECT_TRUE(tensors_close(doubles({1, 2, 2, 4}, {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15}), crd));
+}
+
+TEST(DepthToSpace, SpaceToDepthUndoesDcr) {
+  Tensor x = iota({2, 3, 4, 6}, DType::Int32);
+  Tensor y = run1(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {x});
+  EXPECT_EQ(y.shape(), (Shape{2, 12, 2, 3}));
+  EXPECT_TRUE(tensors_close(x, run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {y})));
+}
+
+TEST(DepthToSpace, BadBlocksizeModeOrShapeIsAnError) {
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {iota({1, 6, 2, 2})}), "");
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(0)), {iota({1, 4, 2, 2})}), "");
+  EXPECT_NE(error_of(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("XYZ")),
+                     {iota({1, 4, 2, 2})}),
+            "");
+  EXPECT_NE(error_of(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {iota({1, 1, 3, 2})}), "");
+  EXPECT_NE(error_of(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {iota({4, 2})}), "");
+}
+
+TEST(DepthToSpace, GradientsAreTheInversePermutation) {
+  Rng rng(31);
+  expect_gradient_matches(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {random_tensor(rng, {2, 8, 2, 3})});
+  expect_gradient_matches(Spec("DepthToSpace").attr("blocksize", attr_int(2)).attr("mode", attr_string("CRD")),
+                          {random_tensor(rng, {1, 8, 3, 2})});
+  expect_gradient_matches(Spec("SpaceToDepth").attr("blocksize", attr_int(3)), {random_tensor(rng, {2, 2, 3, 6})});
+}
+
+TEST(DepthToSpace, BoundsAreTheInputsOnesMovedAndTheHullForLargeInputs) {
+  // Element-wise boxes move with their elements.
+  Tensor x = iota({1, 8, 1, 2}, DType::Float32);
+  Graph g = make_single_node_graph(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  IntervalOptions opts;
+  IntervalTensor box = IntervalTensor::filled(DType::Float32, x.shape(), {});
+  box.lo.resize(16);
+  box.hi.resize(16);
+  for (int i = 0; i < 16; ++i) box.lo[static_cast<size_t>(i)] = box.hi[static_cast<size_t>(i)] = i;
+  opts.given["in0"] = box;
+  auto a = analyze_intervals(g, opts);
+  ASSERT_TRUE(a.is_ok()) << a.message();
+  const IntervalTensor& y = a->values[static_cast<size_t>(g.outputs[0])];
+  const Tensor expected = run1(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {x});
+  for (int64_t i = 0; i < 16; ++i) {
+    EXPECT_EQ(y.lo_at(i), expected.get_as_double(i));
+    EXPECT_EQ(y.hi_at(i), expected.get_as_double(i));
+  }
+  // Beyond kElementwiseLimit the input is one interval: so is the output, shaped by the shape rule.
+  for (const char* op : {"DepthToSpace", "SpaceToDepth"}) {
+    const IntervalTensor b = expect_bounds_sound(Spec(op).attr("blocksize", attr_int(2)),
+                                                 {Tensor(DType::Float32, {1, 4, 64, 64})}, {{-3, 5}});
+    EXPECT_EQ(b.hull().lo, -3);
+    EXPECT_EQ(b.hull().hi, 5);
+  }
+}
+
+TEST(Trilu, UpperAndLowerWithK) {
+  Tensor a = Tensor::from<int64_t>({3, 4}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({3, 4}, {0, 2, 3, 4, 0, 0, 7, 8, 0, 0, 0, 12}),
+                            run1(Spec("Trilu").constants({1}), {a, Tensor::scalar<int64_t>(1)})));
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({3, 4}, {0, 0, 0, 0, 5, 0, 0, 0, 9, 10, 0, 0}),
+                            run1(Spec("Trilu").attr("upper", attr_int(0)).constants({1}),
+                                 {a, Tensor::scalar<int64_t>(-1)})));
+  // Without k: the main diagonal; k beyond the matrix keeps all or nothing; batches of matrices.
+  Tensor b = iota({2, 2, 2});
+  EXPECT_TRUE(tensors_close(doubles({2, 2, 2}, {0, 1, 0, 3, 4, 5, 0, 7}), run1(Spec("Trilu"), {b})));
+  EXPECT_TRUE(tensors_close(b, run1(Spec("Trilu").constants({1}), {b, Tensor::scalar<int64_t>(-5)})));
+  EXPECT_TRUE(tensors_close(doubles({2, 2, 2}, {0, 0, 0, 0, 0, 0, 0, 0}),
+                            run1(Spec("Trilu").constants({1}), {b, Tensor::scalar<int64_t>(5)})));
+  EXPECT_NE(error_of(Spec("Trilu"), {iota({3})}), "");
+}
+
+TEST(Trilu, GradientIsTheMask) {
+  Rng rng(32);
+  expect_gradient_matches(Spec("Trilu").constants({1}), {random_tensor(rng, {2, 3, 4}), Tensor::scalar<int64_t>(0)});
+  expect_gradient_matches(Spec("Trilu").attr("upper", attr_int(0)).constants({1}),
+                          {random_tensor(rng, {4, 3}), Tensor::scalar<int64_t>(1)});
+}
+
+TEST(Trilu, BoundsJoinZeroWhereElementsAreZeroed) {
+  // Small: per element, the zeroed ones exactly 0. Large: one interval, 0 joining [1, 2].
+  IntervalTensor small = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {3, 3})}, {{1, 2}}, true);
+  EXPECT_EQ(small.hi_at(3), 0);
+  EXPECT_EQ(small.lo_at(0), 1);
+  IntervalTensor large = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {2, 64, 64})}, {{1, 2}});
+  EXPECT_EQ(large.hull().lo, 0);
+  EXPECT_EQ(large.hull().hi, 2);
+  // k that zeroes nothing leaves the hull alone.
+  IntervalTensor none = expect_bounds_sound(Spec("Trilu"), {Tensor(DType::Float32, {2, 64, 64}), Tensor::scalar<int64_t>(-64)},
+                                            {{1, 2}, {}});
+  EXPECT_EQ(none.hull().lo, 1);
+}
+
 // Data movement is dtype-agnostic: bool and 1-byte types go through the same paths.
 TEST(DataMovement, WorksOnBoolAndByteTypes) {
   Tensor b = Tensor::from<bool>({2, 2}, {true, false, false, true});
@@ -434,6 +548,10 @@ TEST(DataMovement, RepeatedPassesAllocateNothing) {
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("Pad").attr("mode", attr_string("reflect")).constants({1}),
                                         {x, ints({1, 2, 1, 2})}));
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("Cast").attr("to", attr_int(static_cast<int64_t>(DType::Float32))), {x}));
+  Tensor image = random_tensor(rng, {1, 4, 2, 2});
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("DepthToSpace").attr("blocksize", attr_int(2)), {image}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("SpaceToDepth").attr("blocksize", attr_int(2)), {image}));
+  EXPECT_EQ(0u, allocations_after_first_pass(Spec("Trilu"), {x}));
 }
 
 }  // namespace

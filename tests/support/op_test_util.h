@@ -10,6 +10,7 @@
 
 #include "engine/executor.h"
 #include "graph/graph.h"
+#include "ops/interval_tensor.h"
 #include "tensor/tensor.h"
 #include "util/rng.h"
 
@@ -93,6 +94,17 @@ enum class BackwardFrom {
 // pass has sized everything (0 = steady state allocates nothing). Adds gtest failures if any step fails.
 uint64_t allocations_after_first_pass(const NodeSpec& spec, const std::vector<Tensor>& inputs,
                                       BackwardFrom from = BackwardFrom::FirstOutput, int extra_passes = 1);
+
+// Every output at 40 points drawn from the boxes (float32 inputs, as models run; box k for float input k,
+// corners often, infinite ends included) lies in the interval analysis' bounds, whose shapes are the kernel's.
+// Non-float inputs of `shapes` are constants with their values; float ones give only their shape. Returns the
+// bounds of the outputs for the caller's precision checks.
+// `layout`: each box given as one interval for the whole input, or as the same interval per element (the
+// analysis then takes its element-wise paths).
+enum class BoxLayout { OneInterval, PerElement };
+std::vector<IntervalTensor> expect_bounds_sound(const NodeSpec& spec, const std::vector<Tensor>& shapes,
+                                                const std::vector<Interval>& boxes, uint64_t seed,
+                                                BoxLayout layout = BoxLayout::OneInterval);
 
 // Elementwise comparison with numpy.allclose semantics (NaNs equal each other).
 ::testing::AssertionResult tensors_close(const Tensor& expected, const Tensor& actual, double rtol = 1e-5,
