@@ -10,7 +10,7 @@ DEBIAN_PACKAGES := g++ cmake ninja-build pkg-config ccache \
   libeigen3-dev libonnx-dev libprotobuf-dev protobuf-compiler libcli11-dev nlohmann-json3-dev \
   libtomlplusplus-dev libfmt-dev libzip-dev zlib1g-dev libssl-dev \
   libgtest-dev libgmock-dev libbenchmark-dev librapidcheck-dev libonnx-testdata dataset-fashion-mnist \
-  python3-torch python3-onnx python3-numpy libopenblas0-pthread clang libclang-rt-14-dev
+  python3-torch python3-torchvision python3-onnx python3-numpy libopenblas0-pthread clang libclang-rt-14-dev nodejs
 
 # The quick slice of the benchmark that `make test` hunts end to end: the PyTorch toys, two MNIST subjects, the
 # sqrt whose NaN is only in the loss's gradient (5), a softmax regression only the weight search reaches (20) and
@@ -23,7 +23,7 @@ ZOO_SLICE_ITERATIONS := 4000
 # Debian's interpreter: the python3 first on PATH may not see Debian's torch.
 PYTHON := /usr/bin/python3
 
-.PHONY: all deps build test demo bench sanitize fuzz-smoke fuzz zoo zoo-slice zoo-bench clean
+.PHONY: all deps oracle build e2e-models test demo bench sanitize fuzz-smoke fuzz zoo zoo-slice zoo-bench clean
 
 all: build
 
@@ -35,14 +35,29 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
+# ONNX Runtime from npm (onnxruntime-node, pinned by tests/oracle/package-lock.json) into tests/oracle/node_modules
+# (gitignored): the real-model set's independent oracle. CPU only: its CUDA download is skipped. Debian's
+# nodejs has no npm (NodeSource's has): the npm package is installed when the command is missing.
+ORACLE := tests/oracle
+oracle: deps
+	@command -v npm >/dev/null || { echo "installing: npm"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "run as root (or install npm with apt-get)"; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+	@[ $(ORACLE)/node_modules/.package-lock.json -nt $(ORACLE)/package-lock.json ] || \
+	  (cd $(ORACLE) && ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci --no-audit --no-fund)
+
 $(BUILD)/build.ninja:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD) -j$(JOBS)
 
+# The real-model end-to-end set: exported by PyTorch and run in ONNX Runtime into $(BUILD)/e2e-models (cached).
+e2e-models: build oracle
+	ninja -C $(BUILD) -j$(JOBS) e2e_models
+
 # Every zoo model is exported first (about 15 s, cached): the zoo reference test checks all of them.
-test: build zoo
+test: build zoo e2e-models
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	$(GRIST) bench zoo --only $(ZOO_SLICE) --runs 2 --max-iterations $(ZOO_SLICE_ITERATIONS) --time-limit 600 --quiet \
 	  --out $(BUILD)/bench-slice
@@ -66,13 +81,14 @@ bench: build
 	$(BUILD)/bench/engine_bench
 
 # The tests under AddressSanitizer + UndefinedBehaviorSanitizer, built with clang so that the same build
-# also gives the libFuzzer targets (optimised, so the conformance data runs in reasonable time).
+# also gives the libFuzzer targets (optimised, so the conformance data runs in reasonable time). Left out: the
+# zoo tests, the shell CLI test and the real-model set (RealModels: its exports live in the main build only).
 SAN_BUILD := build-asan
 sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \
 	  -DGRIST_SANITIZE=ON -DGRIST_FUZZ=ON
 	ninja -C $(SAN_BUILD) -j$(JOBS) tests/all $(FUZZERS)
-	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "Zoo|cli_test"
+	cd $(SAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L "unit|conformance" -E "Zoo|cli_test|RealModels"
 
 # libFuzzer on every reader of user files (tests/fuzz): the ONNX importer with the engine's forward and
 # backward behind it, .npy, .npz, IDX, manifests and experiments.conf, from the committed files as seeds.
