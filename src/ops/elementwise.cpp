@@ -795,12 +795,12 @@ Status select_backward(BackwardContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Clip: bounds are attributes before opset 11 and optional scalar inputs from 11 on; both forms are
-// accepted. A missing float bound is ±inf (the ONNX reference uses np.inf), so Clip never turns an
+// Clip: its limits are attributes before opset 11 and optional scalar inputs from 11 on; both forms are
+// accepted. A missing float limit is ±inf (the ONNX reference uses np.inf), so Clip never turns an
 // infinity into a finite number that PyTorch's clamp would have kept.
 
 template <class T>
-Result<T> clip_bound(const Node& node, std::span<const Tensor* const> inputs, std::string_view attribute,
+Result<T> clip_limit(const Node& node, std::span<const Tensor* const> inputs, std::string_view attribute,
                      size_t index, T fallback) {
   if (const Attribute* a = node.attr(attribute)) return static_cast<T>(a->f);
   const Tensor* t = index < inputs.size() ? inputs[index] : nullptr;
@@ -814,20 +814,20 @@ Result<T> clip_bound(const Node& node, std::span<const Tensor* const> inputs, st
 }
 
 template <class T>
-struct ClipBounds {
+struct ClipLimits {
   T lo, hi;
 };
 
 template <class T>
-Result<ClipBounds<T>> clip_bounds(const Node& node, std::span<const Tensor* const> inputs) {
+Result<ClipLimits<T>> clip_limits(const Node& node, std::span<const Tensor* const> inputs) {
   constexpr bool kFloat = std::is_floating_point_v<T>;
   const T lowest = kFloat ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   const T highest = kFloat ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
-  auto lo = clip_bound<T>(node, inputs, "min", 1, lowest);
+  auto lo = clip_limit<T>(node, inputs, "min", 1, lowest);
   if (!lo) return lo.error();
-  auto hi = clip_bound<T>(node, inputs, "max", 2, highest);
+  auto hi = clip_limit<T>(node, inputs, "max", 2, highest);
   if (!hi) return hi.error();
-  return ClipBounds<T>{*lo, *hi};
+  return ClipLimits<T>{*lo, *hi};
 }
 
 Status clip_forward(ForwardContext& ctx) {
@@ -837,13 +837,13 @@ Status clip_forward(ForwardContext& ctx) {
   Status status;
   const bool supported = dispatch_numeric(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    auto bounds = clip_bounds<T>(ctx.node, ctx.inputs);
-    if (!bounds) {
-      status = bounds.error();
+    auto limits = clip_limits<T>(ctx.node, ctx.inputs);
+    if (!limits) {
+      status = limits.error();
       return;
     }
     if (y == nullptr) return;
-    const T lo = bounds->lo, hi = bounds->hi;
+    const T lo = limits->lo, hi = limits->hi;
     y->resize(x.dtype(), x.shape());
     // min(max(x, lo), hi) written so a NaN x stays NaN; lo > hi gives hi everywhere, like numpy and PyTorch.
     map_values(x.data<T>(), y->data<T>(), x.numel(), [lo, hi](T v) {
@@ -864,12 +864,12 @@ Status clip_backward(BackwardContext& ctx) {
   Status status;
   const bool supported = dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    auto bounds = clip_bounds<T>(ctx.node, ctx.inputs);
-    if (!bounds) {
-      status = bounds.error();
+    auto limits = clip_limits<T>(ctx.node, ctx.inputs);
+    if (!limits) {
+      status = limits.error();
       return;
     }
-    const T lo = bounds->lo, hi = bounds->hi;
+    const T lo = limits->lo, hi = limits->hi;
     gx->resize(x.dtype(), x.shape());
     const T* g = gy->data<T>();
     const T* px = x.data<T>();
