@@ -42,7 +42,7 @@ ORACLE := tests/oracle
 oracle: deps
 	@command -v npm >/dev/null || { echo "installing: npm"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "run as root (or install npm with apt-get)"; exit 1; fi; \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm; }
 	@[ $(ORACLE)/node_modules/.package-lock.json -nt $(ORACLE)/package-lock.json ] || \
 	  (cd $(ORACLE) && ONNXRUNTIME_NODE_INSTALL_CUDA=skip npm ci --no-audit --no-fund)
 
