@@ -669,7 +669,9 @@ Status bounds_bilinear(BoundsContext& c, int64_t terms) {
 
 Status bounds_unbounded(BoundsContext& c) {
   // The output shapes from the kernel run at the lower and at the upper bounds: known where both agree (an
-  // input that sets the shape by its value, OneHot's depth, is otherwise not to be read at one bound).
+  // input that sets the shape by its value, OneHot's depth, is otherwise not to be read at one bound). An
+  // integer input ranging beyond ±2³¹ is no shape a kernel could build, and its upper bound would overflow a
+  // kernel's shape arithmetic (Tile's repeats × size): there the lower bounds alone give the shape, as before.
   auto run_at = [&](bool upper, std::vector<Tensor>& out) {
     std::vector<Tensor> store(c.inputs.size());
     std::vector<const Tensor*> in(c.inputs.size(), nullptr);
@@ -697,13 +699,23 @@ Status bounds_unbounded(BoundsContext& c) {
     }
     return run_kernel(c.node, c.def, in, out).is_ok();
   };
-  bool ranged = false;
-  for (size_t i = 0; i < c.inputs.size(); ++i) ranged |= c.input(i) && !c.input(i)->exact;
+  bool check_upper = false;  // some input ranges, and no integer one beyond ±2³¹
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const IntervalTensor* t = c.input(i);
+    if (!t || t->exact) continue;
+    const Interval h = t->hull();
+    if (is_integer(t->dtype) && !(std::fabs(h.lo) <= 0x1p31 && std::fabs(h.hi) <= 0x1p31)) {
+      check_upper = false;
+      break;
+    }
+    check_upper = true;
+  }
   std::vector<Tensor> lo_out, hi_out;
-  const bool ran = run_at(false, lo_out) && (!ranged || run_at(true, hi_out));
+  const bool ran = run_at(false, lo_out) && (!check_upper || run_at(true, hi_out));
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const bool known = ran && k < lo_out.size() && lo_out[k].defined() &&
-                       (!ranged || (k < hi_out.size() && hi_out[k].defined() && hi_out[k].shape() == lo_out[k].shape()));
+                       (!check_upper ||
+                        (k < hi_out.size() && hi_out[k].defined() && hi_out[k].shape() == lo_out[k].shape()));
     const DType dt = ran && k < lo_out.size() && lo_out[k].defined() ? lo_out[k].dtype() : DType::Undefined;
     c.outputs[k] = known ? IntervalTensor::unbounded(dt, lo_out[k].shape()) : IntervalTensor::unknown(dt);
   }
