@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Inline data only (files and Fashion-MNIST would make every input a slow read), and bounded sizes: a
   // one_hot of a billion classes is a real allocation, not a bug.
   for (const auto& [name, in] : m->inputs)
-    if (!(in.source == InputSource::Values || in.sampled()) || in.one_hot > 1024) return 0;
+    if (!(in.source == grist::InputSource::Values || in.sampled()) || in.one_hot > 1024) return 0;
   static const grist::Graph g = small_model();
   const int64_t batch = m->batch_size > 0 && m->batch_size <= 64 ? m->batch_size : 2;
   auto d = grist::Dataset::create(*m, g, batch, m->search.seed);
