@@ -1,8 +1,11 @@
 // Matrix products: MatMul (numpy matmul: 1-D promotion, broadcast batch dimensions) and Gemm
-// (alpha·op(A)·op(B) + beta·C), forward and backward, all on Eigen products over row-major maps.
+// (alpha·op(A)·op(B) + beta·C), forward and backward, all on Eigen products over row-major maps; and
+// Einsum, a direct loop over its equation's labels.
 
 #include <algorithm>
 #include <cfloat>
+#include <string>
+#include <vector>
 
 #include "util/eigen.h"
 
@@ -323,6 +326,245 @@ Status shared_rows_bounds(BoundsContext& c, const Shape& out_shape, bool trans_b
   return Status::ok();
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Einsum: a direct loop over every combination of the equation's labels (the output's and the summed
+// ones), each output element adding its terms in one fixed order. Transformer code writes small
+// contractions (bhqd,bhkd->bhqk); large ones belong in MatMul, which exporters use for them.
+
+// The equation resolved against the operands' shapes: one loop variable per label, and for each operand
+// (and the output) the stride each label moves it by (0 where a broadcast ellipsis dimension has size 1).
+struct EinsumPlan {
+  std::vector<int64_t> sizes;                   // per label
+  std::vector<std::vector<int64_t>> strides;    // per operand, per label
+  std::vector<int64_t> out_strides;             // per label (0 for summed labels)
+  Shape out_shape;
+  int64_t terms = 1;                            // the loop's length: the product of every label's size
+};
+
+// One operand's (or the output's) subscripts: label ids per dimension, -1 where its ellipsis goes.
+Status parse_subscripts(const Node& n, std::string_view text, std::vector<int>& labels) {
+  labels.clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == ' ') continue;
+    if (ch == '.') {
+      if (text.substr(i, 3) != "..." || std::count(labels.begin(), labels.end(), -1))
+        return node_error(n, fmt::format("malformed ellipsis in '{}'", text));
+      labels.push_back(-1);
+      i += 2;
+    } else if (ch >= 'a' && ch <= 'z') {
+      labels.push_back(ch - 'a');
+    } else if (ch >= 'A' && ch <= 'Z') {
+      labels.push_back(26 + ch - 'A');
+    } else {
+      return node_error(n, fmt::format("unexpected '{}' in the equation", ch));
+    }
+  }
+  return Status::ok();
+}
+
+Status plan_einsum(const Node& n, std::span<const Shape* const> shapes, EinsumPlan& p) {
+  constexpr int kLetters = 52;
+  const std::string eq = n.attr_string("equation", "");
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::vector<int>> ops;
+  for (size_t start = 0;;) {
+    const size_t comma = lhs.find(',', start);
+    ops.emplace_back();
+    GRIST_TRY(parse_subscripts(n, std::string_view(lhs).substr(start, comma - start), ops.back()));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (ops.size() != shapes.size())
+    return node_error(n, fmt::format("the equation has {} operands for {} inputs", ops.size(), shapes.size()));
+  // Each operand's ellipsis covers the dimensions its letters leave; they align to the right.
+  int ellipsis = 0;
+  std::vector<int> counts(kLetters, 0);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (!shapes[k]) return node_error(n, fmt::format("input {} is missing", k));
+    const int letters = static_cast<int>(ops[k].size()) - static_cast<int>(std::count(ops[k].begin(), ops[k].end(), -1));
+    const int covered = shapes[k]->rank() - letters;
+    const bool has_ellipsis = std::count(ops[k].begin(), ops[k].end(), -1) > 0;
+    if (covered < 0 || (!has_ellipsis && covered != 0))
+      return node_error(n, fmt::format("operand {} has rank {}, its subscripts name {}", k, shapes[k]->rank(), letters));
+    ellipsis = std::max(ellipsis, covered);
+    for (int l : ops[k])
+      if (l >= 0) ++counts[static_cast<size_t>(l)];
+  }
+  std::vector<int> out;
+  if (arrow != std::string::npos) {
+    GRIST_TRY(parse_subscripts(n, std::string_view(eq).substr(arrow + 2), out));
+  } else {  // implicit: the ellipsis, then the letters used once, in alphabetical order
+    if (ellipsis > 0) out.push_back(-1);
+    for (int l = 0; l < kLetters; ++l)
+      if (counts[static_cast<size_t>(l)] == 1) out.push_back(l);
+  }
+  // Label ids: letters 0..51, ellipsis dimensions 52.. (the rightmost last).
+  auto expand = [&](const std::vector<int>& subs, int rank) {
+    std::vector<int> ids;
+    const int covered = rank - static_cast<int>(subs.size()) + 1;
+    for (int l : subs) {
+      if (l >= 0) {
+        ids.push_back(l);
+        continue;
+      }
+      for (int j = ellipsis - covered; j < ellipsis; ++j) ids.push_back(kLetters + j);
+    }
+    return ids;
+  };
+  const int labels = kLetters + ellipsis;
+  p.sizes.assign(static_cast<size_t>(labels), -1);  // -1: no operand uses the label
+  std::vector<std::vector<int>> dims(ops.size());
+  for (size_t k = 0; k < ops.size(); ++k) {
+    dims[k] = expand(ops[k], shapes[k]->rank());
+    for (int d = 0; d < shapes[k]->rank(); ++d) {
+      int64_t& size = p.sizes[static_cast<size_t>(dims[k][static_cast<size_t>(d)])];
+      const int64_t here = (*shapes[k])[d];
+      const bool broadcast_dim = dims[k][static_cast<size_t>(d)] >= kLetters;
+      if (size < 0 || (broadcast_dim && size == 1)) size = here;
+      else if (here != size && !(broadcast_dim && here == 1))
+        return node_error(n, fmt::format("label of size {} and {} in operand {}", size, here, k));
+    }
+  }
+  const int out_rank = static_cast<int>(out.size()) - (std::count(out.begin(), out.end(), -1) ? 1 - ellipsis : 0);
+  const std::vector<int> out_ids = expand(out, out_rank);
+  p.out_shape = Shape{};
+  for (int64_t& s : p.sizes) s = s < 0 ? 1 : s;  // labels no operand uses do not loop
+  for (int l : out_ids) {
+    if (l < kLetters && counts[static_cast<size_t>(l)] == 0)
+      return node_error(n, fmt::format("output label '{}' is in no operand", static_cast<char>(l < 26 ? 'a' + l : 'A' + l - 26)));
+    p.out_shape.push_back(p.sizes[static_cast<size_t>(l)]);
+  }
+  p.strides.assign(ops.size(), std::vector<int64_t>(static_cast<size_t>(labels), 0));
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const auto st = strides_of(*shapes[k]);
+    for (int d = 0; d < shapes[k]->rank(); ++d)
+      if ((*shapes[k])[d] != 1 || p.sizes[static_cast<size_t>(dims[k][static_cast<size_t>(d)])] == 1)
+        p.strides[k][static_cast<size_t>(dims[k][static_cast<size_t>(d)])] += st[static_cast<size_t>(d)];
+  }
+  p.out_strides.assign(static_cast<size_t>(labels), 0);
+  const auto ost = strides_of(p.out_shape);
+  for (size_t d = 0; d < out_ids.size(); ++d) p.out_strides[static_cast<size_t>(out_ids[d])] += ost[d];
+  p.terms = 1;
+  for (int64_t s : p.sizes) p.terms *= s;
+  return Status::ok();
+}
+
+// Calls f(output offset, operand offsets) for every term, walking the labels as an odometer.
+template <class F>
+void for_each_einsum_term(const EinsumPlan& p, F&& f) {
+  const size_t labels = p.sizes.size(), n_ops = p.strides.size();
+  std::vector<int64_t> index(labels, 0), offsets(n_ops, 0);
+  int64_t out = 0;
+  for (int64_t t = 0; t < p.terms; ++t) {
+    f(out, offsets);
+    for (size_t l = labels; l-- > 0;) {
+      if (p.sizes[l] == 1) continue;
+      ++index[l];
+      out += p.out_strides[l];
+      for (size_t k = 0; k < n_ops; ++k) offsets[k] += p.strides[k][l];
+      if (index[l] < p.sizes[l]) break;
+      out -= p.out_strides[l] * index[l];
+      for (size_t k = 0; k < n_ops; ++k) offsets[k] -= p.strides[k][l] * index[l];
+      index[l] = 0;
+    }
+  }
+}
+
+template <class Ctx>
+Result<EinsumPlan> einsum_plan(const Ctx& c) {
+  std::vector<Shape> shapes;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    if (!c.input(k)) return node_error(c.node, fmt::format("input {} is missing", k));
+    shapes.push_back(c.input(k)->shape());
+  }
+  std::vector<const Shape*> ptrs;
+  for (const Shape& s : shapes) ptrs.push_back(&s);
+  EinsumPlan p;
+  GRIST_TRY(plan_einsum(c.node, ptrs, p));
+  return p;
+}
+
+Status einsum_forward(ForwardContext& ctx) {
+  auto plan = einsum_plan(ctx);
+  if (!plan) return plan.error();
+  const DType dt = ctx.input(0)->dtype();
+  for (size_t k = 1; k < ctx.inputs.size(); ++k)
+    if (ctx.input(k)->dtype() != dt) return node_error(ctx.node, "every operand must have the same element type");
+  Tensor& y = *ctx.output(0);
+  y.resize_zero(dt, plan->out_shape);
+  const bool ok = dispatch_numeric(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* py = y.data<T>();
+    std::vector<const T*> xs;
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) xs.push_back(ctx.input(k)->data<T>());
+    for_each_einsum_term(*plan, [&](int64_t o, const std::vector<int64_t>& off) {
+      T term = xs[0][off[0]];
+      for (size_t k = 1; k < xs.size(); ++k) term = static_cast<T>(term * xs[k][off[k]]);
+      py[o] = static_cast<T>(py[o] + term);
+    });
+  });
+  return ok ? Status::ok() : node_error(ctx.node, fmt::format("unsupported element type {}", dtype_name(dt)));
+}
+
+// d/dx_k of Σ terms: each term's output gradient times the other operands' factors, added where x_k was read.
+Status einsum_backward(BackwardContext& ctx) {
+  auto plan = einsum_plan(ctx);
+  if (!plan) return plan.error();
+  const Tensor& gy = *ctx.grad_output(0);
+  const bool ok = dispatch_float(gy.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<const T*> xs;
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) xs.push_back(ctx.input(k)->data<T>());
+    const T* g = gy.data<T>();
+    for (size_t k = 0; k < ctx.inputs.size(); ++k) {
+      Tensor* gx = ctx.grad_input(k);
+      if (!gx) continue;
+      gx->resize_zero(ctx.input(k)->dtype(), ctx.input(k)->shape());
+      T* d = gx->data<T>();
+      for_each_einsum_term(*plan, [&](int64_t o, const std::vector<int64_t>& off) {
+        T others = g[o];
+        for (size_t j = 0; j < xs.size(); ++j)
+          if (j != k) others *= xs[j][off[j]];
+        d[off[k]] += others;
+      });
+    }
+  });
+  return ok ? Status::ok() : Status(node_error(ctx.node, fmt::format("no gradient for {}", dtype_name(gy.dtype()))));
+}
+
+// The kernel's own loop over intervals: each product and each running sum rounded outward, in the kernel's
+// order, so every float32 partial sum lies inside. Up to 2²⁰ terms; beyond, unbounded.
+Status einsum_bounds(BoundsContext& c) {
+  std::vector<const Shape*> shapes;
+  for (size_t k = 0; k < c.inputs.size(); ++k) {
+    const IntervalTensor* x = c.input(k);
+    if (!x || !x->shape_known || !is_float(x->dtype)) return bounds_unbounded(c);
+    shapes.push_back(&x->shape);
+  }
+  EinsumPlan p;
+  if (c.outputs.empty() || !plan_einsum(c.node, shapes, p) || p.terms > (int64_t{1} << 20) ||
+      p.out_shape.numel() > kExpandLimit)
+    return bounds_unbounded(c);
+  IntervalTensor& y = c.outputs[0];
+  y = IntervalTensor::filled(c.input(0)->dtype, p.out_shape, {});
+  y.lo.assign(static_cast<size_t>(p.out_shape.numel()), 0);
+  y.hi.assign(y.lo.size(), 0);
+  bool nan = false;
+  for (size_t k = 0; k < c.inputs.size(); ++k) nan |= c.input(k)->may_be_nan;
+  for_each_einsum_term(p, [&](int64_t o, const std::vector<int64_t>& off) {
+    Interval term = c.input(0)->at(off[0]);
+    for (size_t k = 1; k < c.inputs.size(); ++k) term = interval_mul(term, c.input(k)->at(off[k]), nan);
+    const size_t i = static_cast<size_t>(o);
+    const Interval sum = interval_add({y.lo[i], y.hi[i]}, term, nan);
+    y.lo[i] = sum.lo;
+    y.hi[i] = sum.hi;
+  });
+  y.may_be_nan = nan;
+  return Status::ok();
+}
+
 Status matmul_bounds(BoundsContext& c) {
   const IntervalTensor* a = c.partitioned(0);
   const IntervalTensor* b = c.input(1);
@@ -353,6 +595,7 @@ Status gemm_bounds(BoundsContext& c) {
 void register_linalg_ops(OpRegistry& r) {
   r.add(OpDef{"MatMul", "", matmul_forward, matmul_backward, inputs_mask({0, 1}), {}, matmul_bounds});
   r.add(OpDef{"Gemm", "", gemm_forward, gemm_backward, inputs_mask({0, 1, 2}), {}, gemm_bounds});
+  r.add(OpDef{"Einsum", "", einsum_forward, einsum_backward, kAllInputs, {}, einsum_bounds});
 }
 
 }  // namespace grist

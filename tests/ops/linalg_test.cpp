@@ -1,5 +1,6 @@
 // MatMul and Gemm: forward against naive products, numpy shape rules, IEEE products, and gradients
-// against finite differences for every transposition, broadcast and bias form.
+// against finite differences for every transposition, broadcast and bias form. Einsum: the equations
+// models write (attention, diagonals, implicit outputs, broadcast ellipses) against MatMul and by hand.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -251,6 +252,80 @@ TEST(LinalgSteadyState, RepeatedPassesAllocateNothing) {
                                    {random_tensor(rng, {4, 3}), random_tensor(rng, {4, 2}), random_tensor(rng, {2})},
                                    kEveryFloatOutput, 2),
       0u);
+}
+
+// ---- Einsum ---------------------------------------------------------------------------------------------
+
+Tensor einsum(const std::string& equation, const std::vector<Tensor>& inputs) {
+  auto out = run_node(Spec("Einsum").attr("equation", attr_string(equation)).opset(12), inputs);
+  return out.empty() ? Tensor() : out[0];
+}
+
+TEST(Einsum, AttentionScoresEqualTheBatchedMatMul) {
+  Rng rng(3);
+  const Tensor q = random_tensor(rng, {2, 3, 4, 5}), k = random_tensor(rng, {2, 3, 6, 5});
+  const Tensor kt = run_node(Spec("Transpose").attr("perm", attr_ints({0, 1, 3, 2})), {k})[0];
+  EXPECT_TRUE(tensors_close(run_node(Spec("MatMul"), {q, kt})[0], einsum("bhqd,bhkd->bhqk", {q, k}), 1e-12, 1e-12));
+}
+
+TEST(Einsum, DiagonalsTracesOuterProductsAndImplicitOutputs) {
+  const Tensor m = Tensor::from<double>(Shape{3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{3}, {1, 5, 9}), einsum("ii->i", {m})));
+  EXPECT_TRUE(tensors_close(Tensor::scalar<double>(15), einsum("ii", {m})));      // implicit: the trace
+  EXPECT_TRUE(tensors_close(run_node(Spec("Transpose"), {m})[0], einsum("ji", {m})));  // implicit: ij order
+  const Tensor a = Tensor::from<double>(Shape{2}, {1, 2}), b = Tensor::from<double>(Shape{3}, {1, 10, 100});
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{2, 3}, {1, 10, 100, 2, 20, 200}), einsum("i,j->ij", {a, b})));
+  EXPECT_TRUE(tensors_close(Tensor::from<double>(Shape{3}, {3, 30, 300}), einsum("i,j->j", {a, b})));
+}
+
+TEST(Einsum, ThreeOperandsAndBroadcastEllipses) {
+  Rng rng(4);
+  const Tensor a = random_tensor(rng, {2, 3}), b = random_tensor(rng, {3, 4}), c = random_tensor(rng, {4, 5});
+  const Tensor ab = run_node(Spec("MatMul"), {a, b})[0];
+  EXPECT_TRUE(tensors_close(run_node(Spec("MatMul"), {ab, c})[0], einsum("ij,jk,kl->il", {a, b, c}), 1e-12, 1e-12));
+  // A batch of one against a batch of three: the ellipsis broadcasts as MatMul's batch dimensions do.
+  const Tensor x = random_tensor(rng, {1, 2, 3}), y = random_tensor(rng, {3, 3, 4});
+  EXPECT_TRUE(tensors_close(run_node(Spec("MatMul"), {x, y})[0], einsum("...ij,...jk->...ik", {x, y}), 1e-12, 1e-12));
+  EXPECT_EQ(einsum("...ij,...jk", {x, y}).shape(), (Shape{3, 2, 4}));  // implicit output keeps the ellipsis first
+}
+
+TEST(Einsum, BadEquationsAreErrorsNamingTheProblem) {
+  const Tensor m(DType::Float64, Shape{2, 3}), v(DType::Float64, Shape{4});
+  auto fails = [&](const std::string& eq, const std::vector<Tensor>& in, const std::string& says) {
+    auto r = try_run_node(Spec("Einsum").attr("equation", attr_string(eq)).opset(12), in);
+    ASSERT_FALSE(r.is_ok()) << eq;
+    EXPECT_NE(r.message().find(says), std::string::npos) << eq << ": " << r.message();
+  };
+  fails("ij,j->i", {m, v}, "label of size 3 and 4");
+  fails("ij->i", {m, v}, "2 inputs");
+  fails("ijk->i", {m}, "has rank 2");
+  fails("i1->i", {m}, "unexpected '1'");
+  fails("ij->k", {m}, "output label 'k' is in no operand");
+}
+
+TEST(Einsum, GradientsMatchFiniteDifferences) {
+  Rng rng(5);
+  expect_gradient_matches(Spec("Einsum").attr("equation", attr_string("bhqd,bhkd->bhqk")).opset(12),
+                          {random_tensor(rng, {1, 2, 3, 2}), random_tensor(rng, {1, 2, 4, 2})});
+  expect_gradient_matches(Spec("Einsum").attr("equation", attr_string("ij,jk,kl->il")).opset(12),
+                          {random_tensor(rng, {2, 3}), random_tensor(rng, {3, 2}), random_tensor(rng, {2, 2})});
+  expect_gradient_matches(Spec("Einsum").attr("equation", attr_string("ii->i")).opset(12), {random_tensor(rng, {3, 3})});
+  expect_gradient_matches(Spec("Einsum").attr("equation", attr_string("...ij,...jk->...ik")).opset(12),
+                          {random_tensor(rng, {1, 2, 3}), random_tensor(rng, {2, 3, 2})});
+}
+
+TEST(Einsum, IntervalTransferEnclosesTheKernel) {
+  const NodeSpec spec = Spec("Einsum").attr("equation", attr_string("bij,bjk->bik")).opset(12);
+  const std::vector<Tensor> shapes{Tensor(DType::Float32, Shape{2, 3, 4}), Tensor(DType::Float32, Shape{2, 4, 2})};
+  for (const auto& boxes : std::vector<std::vector<Interval>>{{{-1, 2}, {0.5, 3}}, {{-1e3, 1e3}, {-2, -1}}})
+    expect_bounds_sound(spec, shapes, boxes, 17, BoxLayout::PerElement);
+  // A point box gives the product itself, within roundings.
+  const auto bounds = expect_bounds_sound(Spec("Einsum").attr("equation", attr_string("ij,j->i")).opset(12),
+                                          {Tensor(DType::Float32, Shape{2, 3}), Tensor(DType::Float32, Shape{3})},
+                                          {{1, 1}, {2, 2}}, 18);
+  ASSERT_FALSE(bounds.empty());
+  EXPECT_NEAR(bounds[0].hull().lo, 6, 1e-5);
+  EXPECT_NEAR(bounds[0].hull().hi, 6, 1e-5);
 }
 
 }  // namespace
