@@ -670,6 +670,199 @@ Status split_backward(BackwardContext& c) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Resize (opset 10+) and Upsample: nearest, linear and cubic interpolation, separable along each axis. Each
+// output coordinate reads a few input coordinates ("taps") with weights; an output element is the sum over
+// the product of its axes' taps, accumulated in double and rounded once to the tensor's type.
+
+struct ResizeTap {
+  int64_t index;
+  double weight;
+};
+
+struct ResizePlan {
+  Shape out;
+  std::vector<int> taps;                       // per axis: taps per output coordinate (1, 2 or 4)
+  std::vector<std::vector<ResizeTap>> table;  // per axis: out[d] × taps[d] entries
+  bool nearest = false;
+};
+
+// The original coordinate an output coordinate maps to (ONNX's coordinate_transformation_mode). As in ONNX's
+// reference, the resized length is the input's times the scale, not rounded (2.4 for 4 × 0.6).
+Result<double> original_coordinate(const Node& n, std::string_view mode, int64_t o, double scale, int64_t in_len) {
+  const double x = static_cast<double>(o), resized = static_cast<double>(in_len) * scale;
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "pytorch_half_pixel") return resized > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return resized == 1 ? 0.0 : x * static_cast<double>(in_len - 1) / (resized - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  return node_error(n, fmt::format("coordinate_transformation_mode '{}' is not supported", mode));
+}
+
+template <class Ctx>
+Status resize_plan(const Ctx& c, const Shape& in, ResizePlan& p) {
+  const Node& n = c.node;
+  const bool upsample = n.op_type == "Upsample";
+  const bool legacy = upsample || n.opset < 11;  // X, scales; asymmetric coordinates, floor for nearest
+  const std::string mode = n.attr_string("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return node_error(n, fmt::format("mode '{}' is not supported", mode));
+  if (n.attr_int("antialias", 0) || n.has_attr("axes"))
+    return node_error(n, "antialias and axes (opset 18) are not supported");
+  const std::string coords =
+      legacy ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest_mode = legacy ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");
+  const int rank = in.rank();
+  std::vector<double> scales(static_cast<size_t>(rank), 1.0);
+  const Tensor* scale_t = c.input(legacy ? 1 : 2);
+  const Tensor* size_t_ = legacy ? nullptr : c.input(3);
+  if (size_t_ && size_t_->numel() > 0) {
+    if (size_t_->numel() != rank) return node_error(n, fmt::format("sizes has {} entries for rank {}", size_t_->numel(), rank));
+    p.out = Shape{};
+    for (int d = 0; d < rank; ++d) {
+      const int64_t v = size_t_->get_as_int(d);
+      if (v < 0) return node_error(n, fmt::format("negative size {}", v));
+      p.out.push_back(v);
+      scales[static_cast<size_t>(d)] = in[d] > 0 ? static_cast<double>(v) / static_cast<double>(in[d]) : 1.0;
+    }
+  } else {
+    std::vector<double> given = upsample && n.has_attr("scales") ? n.attr_floats("scales") : std::vector<double>{};
+    if (given.empty() && scale_t)
+      for (int64_t i = 0; i < scale_t->numel(); ++i) given.push_back(scale_t->get_as_double(i));
+    if (static_cast<int>(given.size()) != rank)
+      return node_error(n, fmt::format("needs {} scales or sizes, got {}", rank, given.size()));
+    p.out = Shape{};
+    for (int d = 0; d < rank; ++d) {
+      const double sc = given[static_cast<size_t>(d)];
+      if (!(sc > 0)) return node_error(n, fmt::format("scale {} must be positive", sc));
+      scales[static_cast<size_t>(d)] = sc;
+      p.out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(in[d]) * sc)));
+    }
+  }
+  p.nearest = mode == "nearest";
+  const double a = n.attr_float("cubic_coeff_a", -0.75);
+  const bool exclude_outside = n.attr_int("exclude_outside", 0) != 0;
+  p.taps.assign(static_cast<size_t>(rank), 1);
+  p.table.assign(static_cast<size_t>(rank), {});
+  for (int d = 0; d < rank; ++d) {
+    const int64_t len = in[d], out_len = p.out[d];
+    if (len == 0 && out_len > 0) return node_error(n, fmt::format("cannot resize the empty axis {}", d));
+    std::vector<std::vector<ResizeTap>> per(static_cast<size_t>(out_len));
+    auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i, 0, len - 1); };
+    for (int64_t o = 0; o < out_len; ++o) {
+      auto x = original_coordinate(n, coords, o, scales[static_cast<size_t>(d)], len);
+      if (!x) return x.error();
+      auto& taps = per[static_cast<size_t>(o)];
+      const double fl = std::floor(*x), t = *x - fl;
+      if (mode == "nearest") {
+        double r;
+        if (nearest_mode == "floor") r = fl;
+        else if (nearest_mode == "ceil") r = std::ceil(*x);
+        else if (nearest_mode == "round_prefer_ceil") r = t == 0.5 ? fl + 1 : std::round(*x);
+        else if (nearest_mode == "round_prefer_floor") r = t == 0.5 ? fl : std::round(*x);
+        else return node_error(n, fmt::format("nearest_mode '{}' is not supported", nearest_mode));
+        taps.push_back({clamp(static_cast<int64_t>(r)), 1.0});
+      } else if (t == 0) {
+        taps.push_back({clamp(static_cast<int64_t>(fl)), 1.0});
+      } else if (mode == "linear") {
+        taps.push_back({clamp(static_cast<int64_t>(fl)), 1 - t});
+        taps.push_back({clamp(static_cast<int64_t>(fl) + 1), t});
+      } else {  // cubic, Keys' kernel with coefficient a (ONNX's reference)
+        const double w[4] = {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+                             ((a + 2) * t - (a + 3)) * t * t + 1,
+                             ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
+                             ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a};
+        double kept = 0;
+        for (int k = 0; k < 4; ++k) {
+          const int64_t i = static_cast<int64_t>(fl) - 1 + k;
+          const bool outside = i < 0 || i >= len;
+          if (exclude_outside && outside) continue;
+          taps.push_back({clamp(i), w[k]});
+          kept += w[k];
+        }
+        if (exclude_outside && kept != 0)
+          for (ResizeTap& tap : taps) tap.weight /= kept;
+      }
+    }
+    int most = 1;
+    for (const auto& taps : per) most = std::max(most, static_cast<int>(taps.size()));
+    p.taps[static_cast<size_t>(d)] = most;
+    for (auto& taps : per) {
+      while (static_cast<int>(taps.size()) < most) taps.push_back({taps.empty() ? 0 : taps[0].index, 0.0});
+      p.table[static_cast<size_t>(d)].insert(p.table[static_cast<size_t>(d)].end(), taps.begin(), taps.end());
+    }
+  }
+  return Status::ok();
+}
+
+// Calls f(output index, input index, weight) for every term of every output element.
+template <class F>
+void for_each_resize_term(const ResizePlan& p, const Shape& in, F&& f) {
+  const int rank = in.rank();
+  const auto in_strides = strides_of(in);
+  std::array<int64_t, Shape::kMaxRank> coord{}, tap{};
+  const int64_t total = p.out.numel();
+  for (int64_t o = 0; o < total; ++o) {
+    tap.fill(0);
+    for (;;) {
+      int64_t index = 0;
+      double weight = 1;
+      for (int d = 0; d < rank; ++d) {
+        const ResizeTap& t = p.table[static_cast<size_t>(d)][static_cast<size_t>(coord[static_cast<size_t>(d)] * p.taps[static_cast<size_t>(d)] + tap[static_cast<size_t>(d)])];
+        index += t.index * in_strides[static_cast<size_t>(d)];
+        weight *= t.weight;
+      }
+      if (weight != 0) f(o, index, weight);
+      int d = rank - 1;
+      for (; d >= 0; --d) {
+        if (++tap[static_cast<size_t>(d)] < p.taps[static_cast<size_t>(d)]) break;
+        tap[static_cast<size_t>(d)] = 0;
+      }
+      if (d < 0) break;
+    }
+    for (int d = rank - 1; d >= 0 && ++coord[static_cast<size_t>(d)] == p.out[d]; --d) coord[static_cast<size_t>(d)] = 0;
+  }
+}
+
+Status resize_forward(ForwardContext& c) {
+  GRIST_TRY(require_input(c, 0));
+  GRIST_TRY(require_output(c, 0));
+  const Tensor& x = *c.input(0);
+  ResizePlan p;
+  GRIST_TRY(resize_plan(c, x.shape(), p));
+  Tensor& y = *c.output(0);
+  y.resize(x.dtype(), p.out);
+  std::vector<double> acc(static_cast<size_t>(p.out.numel()), 0.0);
+  const bool ok = dispatch_numeric(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    for_each_resize_term(p, x.shape(), [&](int64_t o, int64_t i, double w) {
+      acc[static_cast<size_t>(o)] += w * static_cast<double>(px[i]);
+    });
+    T* py = y.data<T>();
+    for (size_t o = 0; o < acc.size(); ++o) py[o] = static_cast<T>(acc[o]);
+  });
+  if (!ok) return node_error(c.node, fmt::format("unsupported element type {}", dtype_name(x.dtype())));
+  return Status::ok();
+}
+
+Status resize_backward(BackwardContext& c) {
+  Tensor* gx = c.grad_input(0);
+  if (!gx) return Status::ok();
+  const Tensor& x = *c.input(0);
+  ResizePlan p;
+  GRIST_TRY(resize_plan(c, x.shape(), p));
+  gx->resize_zero(x.dtype(), x.shape());
+  const Tensor& gy = *c.grad_output(0);
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = gy.data<T>();
+    T* d = gx->data<T>();
+    for_each_resize_term(p, x.shape(), [&](int64_t o, int64_t i, double w) { d[i] += static_cast<T>(w * static_cast<double>(g[o])); });
+  });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Pad: constant, reflect and edge modes; negative pads crop. Each axis maps an output coordinate to an
 // input coordinate independently, so a per-axis table (input offset, or -1 for the constant) drives
 // both the forward copy and the backward accumulation.
@@ -1101,6 +1294,63 @@ Status cast_like_bounds(BoundsContext& c) {
   return cast_bounds(cast_context);
 }
 
+// Resize's output is Σ w·x over its taps, computed in double and rounded once: per output, the lower bound
+// takes each x at the end its weight's sign selects, widened by the double sum's error and then to float32.
+// Large outputs, and inputs given as one interval: nearest and linear weights are non-negative and add to 1,
+// so the input's hull holds (cubic's: unbounded). The scales and sizes must be exact.
+Status resize_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.input(0);
+  if (!x || !x->shape_known || c.outputs.empty()) return bounds_unbounded(c);
+  std::vector<const Tensor*> values(c.inputs.size(), nullptr);
+  for (size_t i = 1; i < c.inputs.size(); ++i) {
+    const IntervalTensor* t = c.partitioned(i);
+    if (t && !t->exact && t->numel() > 0) return bounds_unbounded(c);
+    values[i] = t ? t->exact.get() : nullptr;
+  }
+  struct Operands {
+    const Node& node;
+    const std::vector<const Tensor*>& v;
+    const Tensor* input(size_t i) const { return i < v.size() ? v[i] : nullptr; }
+  } operands{c.node, values};
+  ResizePlan p;
+  if (!resize_plan(operands, x->shape, p)) return bounds_unbounded(c);
+  IntervalTensor& y = c.outputs[0];
+  const bool cubic = c.node.attr_string("mode", "nearest") == "cubic";
+  if (p.out.numel() > kExpandLimit || x->lo.size() == 1) {
+    if (cubic) return bounds_unbounded(c);
+    y = IntervalTensor::filled(x->dtype, p.out, x->hull());
+    y.may_be_nan = x->may_be_nan;
+    return Status::ok();
+  }
+  const size_t n = static_cast<size_t>(p.out.numel());
+  std::vector<double> lo(n, 0.0), hi(n, 0.0), mag(n, 0.0), terms(n, 0.0);
+  bool nan = x->may_be_nan;
+  for_each_resize_term(p, x->shape, [&](int64_t o, int64_t i, double w) {
+    const Interval b = x->at(i);
+    const size_t k = static_cast<size_t>(o);
+    lo[k] += w * (w >= 0 ? b.lo : b.hi);
+    hi[k] += w * (w >= 0 ? b.hi : b.lo);
+    mag[k] += std::fabs(w) * std::max(std::fabs(b.lo), std::fabs(b.hi));
+    terms[k] += 1;
+  });
+  y = IntervalTensor::filled(x->dtype, p.out, {});
+  y.lo.resize(n);
+  y.hi.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (std::isnan(lo[k]) || std::isnan(hi[k])) nan = true;
+    if (p.nearest) {  // a selection: exact
+      y.lo[k] = std::isnan(lo[k]) ? -kInf : lo[k];
+      y.hi[k] = std::isnan(hi[k]) ? kInf : hi[k];
+      continue;
+    }
+    const double err = 2 * (terms[k] + 1) * 0x1p-53 * mag[k];
+    y.lo[k] = std::isnan(lo[k]) ? -kInf : round_down_f32(lo[k] - err);
+    y.hi[k] = std::isnan(hi[k]) ? kInf : round_up_f32(hi[k] + err);
+  }
+  y.may_be_nan = nan;
+  return Status::ok();
+}
+
 // Size: the element count, known with the shape.
 Status size_bounds(BoundsContext& c) {
   const IntervalTensor* x = c.partitioned(0);
@@ -1145,6 +1395,8 @@ void register_shape_ops(OpRegistry& r) {
   r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds, kElementwise});
   r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds, kElementwise});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
+  r.add(OpDef{"Resize", "", resize_forward, resize_backward, data_only, {}, resize_bounds});
+  r.add(OpDef{"Upsample", "", resize_forward, resize_backward, data_only, {}, resize_bounds});
 }
 
 }  // namespace grist

@@ -548,5 +548,58 @@ TEST(DataMovement, RepeatedPassesAllocateNothing) {
   EXPECT_EQ(0u, allocations_after_first_pass(Spec("Trilu"), {x}));
 }
 
+// ---- Resize ---------------------------------------------------------------------------------------------
+// PyTorch's F.interpolate exports (nearest, bilinear with and without align_corners, bicubic, by scale and by
+// size, opsets 11 and 13) agree with grist to 6e-7; these pin the coordinate rules by hand.
+
+Spec resize(const std::string& mode, const std::string& coords = "half_pixel") {
+  Spec s("Resize");
+  s.attr("mode", attr_string(mode)).attr("coordinate_transformation_mode", attr_string(coords)).opset(13).constants({3});
+  return s;
+}
+
+TEST(Resize, LinearAndNearestFollowTheirCoordinateRules) {
+  const Tensor x = doubles({1, 1, 1, 2}, {1, 3});
+  const Tensor sizes = ints({1, 1, 1, 4});
+  // half_pixel: original coordinates −0.25, 0.25, 0.75, 1.25, clamped at the edges.
+  EXPECT_TRUE(tensors_close(doubles({1, 1, 1, 4}, {1, 1.5, 2.5, 3}), run1(resize("linear"), {x, Tensor(), Tensor(), sizes})));
+  // align_corners: 0, 1/3, 2/3, 1 of the way.
+  EXPECT_TRUE(tensors_close(doubles({1, 1, 1, 4}, {1, 5.0 / 3, 7.0 / 3, 3}),
+                            run1(resize("linear", "align_corners"), {x, Tensor(), Tensor(), sizes})));
+  // asymmetric nearest, floor: 0, 0.5, 1, 1.5 → 0, 0, 1, 1.
+  EXPECT_TRUE(tensors_close(doubles({1, 1, 1, 4}, {1, 1, 3, 3}),
+                            run1(resize("nearest", "asymmetric").attr("nearest_mode", attr_string("floor")),
+                                 {x, Tensor(), Tensor(), sizes})));
+  EXPECT_NE(error_of(resize("area"), {x, Tensor(), Tensor(), sizes}).find("mode 'area' is not supported"),
+            std::string::npos);
+}
+
+TEST(Resize, GradientsMatchFiniteDifferences) {
+  Rng rng(21);
+  const Tensor x = random_tensor(rng, {1, 2, 3, 4});
+  for (const char* mode : {"linear", "cubic", "nearest"}) {
+    SCOPED_TRACE(mode);
+    expect_gradient_matches(resize(mode), {x, Tensor(), Tensor(), ints({1, 2, 5, 7})}, {.wrt = {0}});
+    expect_gradient_matches(resize(mode, "align_corners"), {x, Tensor(), Tensor(), ints({1, 2, 2, 3})}, {.wrt = {0}});
+  }
+}
+
+TEST(Resize, BoundsEncloseTheKernel) {
+  for (const char* mode : {"linear", "cubic", "nearest"}) {
+    SCOPED_TRACE(mode);
+    const std::vector<Tensor> in{Tensor(DType::Float32, {1, 2, 3, 4}), Tensor(), Tensor(), ints({1, 2, 7, 5})};
+    for (const Interval box : {Interval{-1, 2}, Interval{3, 4}}) {
+      const Interval per_element = expect_bounds_sound(resize(mode), in, {box}, true).hull();
+      // Weights of one sign add to 1: the box itself, within roundings (cubic's negative lobes overshoot it).
+      EXPECT_TRUE(per_element.finite());
+      if (std::string(mode) != "cubic") {
+        EXPECT_NEAR(per_element.lo, box.lo, 1e-5);
+        EXPECT_NEAR(per_element.hi, box.hi, 1e-5);
+      }
+      EXPECT_TRUE(expect_bounds_sound(resize(mode), in, {box}).hull().finite() || std::string(mode) == "cubic");
+    }
+  }
+}
+
 }  // namespace
 }  // namespace grist::testing
