@@ -831,15 +831,15 @@ Status resize_forward(ForwardContext& c) {
   GRIST_TRY(resize_plan(c, x.shape(), p));
   Tensor& y = *c.output(0);
   y.resize(x.dtype(), p.out);
-  std::vector<double> acc(static_cast<size_t>(p.out.numel()), 0.0);
+  Tensor& sums = c.state.slot(0);  // the double sums, reused every iteration
+  sums.resize_zero(DType::Float64, p.out);
+  double* acc = sums.data<double>();
   const bool ok = dispatch_numeric(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
-    for_each_resize_term(p, x.shape(), [&](int64_t o, int64_t i, double w) {
-      acc[static_cast<size_t>(o)] += w * static_cast<double>(px[i]);
-    });
+    for_each_resize_term(p, x.shape(), [&](int64_t o, int64_t i, double w) { acc[o] += w * static_cast<double>(px[i]); });
     T* py = y.data<T>();
-    for (size_t o = 0; o < acc.size(); ++o) py[o] = static_cast<T>(acc[o]);
+    for (int64_t o = 0; o < y.numel(); ++o) py[o] = static_cast<T>(acc[o]);
   });
   if (!ok) return node_error(c.node, fmt::format("unsupported element type {}", dtype_name(x.dtype())));
   return Status::ok();
@@ -1307,13 +1307,8 @@ Status resize_bounds(BoundsContext& c) {
     if (t && !t->exact && t->numel() > 0) return bounds_unbounded(c);
     values[i] = t ? t->exact.get() : nullptr;
   }
-  struct Operands {
-    const Node& node;
-    const std::vector<const Tensor*>& v;
-    const Tensor* input(size_t i) const { return i < v.size() ? v[i] : nullptr; }
-  } operands{c.node, values};
   ResizePlan p;
-  if (!resize_plan(operands, x->shape, p)) return bounds_unbounded(c);
+  if (!resize_plan(ShapeContext{c.node, {}, values}, x->shape, p)) return bounds_unbounded(c);
   IntervalTensor& y = c.outputs[0];
   const bool cubic = c.node.attr_string("mode", "nearest") == "cubic";
   if (p.out.numel() > kExpandLimit || x->lo.size() == 1) {
