@@ -289,7 +289,7 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   const std::string p = "train.";
   GRIST_TRY(r.only_keys(t, "train",
                         {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
-                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout"}));
+                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout", "checkpoint"}));
   auto opt = r.string(t, p, "optimizer", "none");
   if (!opt) return opt.error();
   auto fw = r.string(t, p, "framework", "pytorch");
@@ -355,6 +355,9 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   auto dropout = r.boolean(t, p, "dropout", true);
   if (!dropout) return dropout.error();
   train.dropout = *dropout;
+  auto checkpoint = r.string(t, p, "checkpoint", "");
+  if (!checkpoint) return checkpoint.error();
+  if (!checkpoint->empty()) train.checkpoint = r.resolve(*checkpoint);
   if (!train.enabled)
     for (auto&& [k, v] : t)
       if (k.str() != "optimizer" && k.str() != "framework")  // the program's framework may be said regardless

@@ -60,6 +60,7 @@ struct TrainSpec {
   std::vector<std::string> params;
   bool on_updated_batch = true;  // false: the batch just monitored
   bool dropout = true;
+  std::string checkpoint;        // a .npz to resume from (engine/checkpoint.h): weights and optimizer state
 };
 
 struct Expectation {

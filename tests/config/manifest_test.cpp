@@ -78,6 +78,7 @@ weight_decay = 0.01
 params = ["fc.weight", "fc.bias"]
 batch = "monitored"
 dropout = false
+checkpoint = "ckpt/step3.npz"
 
 [monitor]
 dropout = true
@@ -188,6 +189,7 @@ counter_step = 2
   EXPECT_EQ(t.params, (std::vector<std::string>{"fc.weight", "fc.bias"}));
   EXPECT_FALSE(t.on_updated_batch);
   EXPECT_FALSE(t.dropout);
+  EXPECT_EQ(t.checkpoint, dir.path("ckpt/step3.npz"));  // beside the manifest
   EXPECT_TRUE(m->monitor_dropout);
   EXPECT_TRUE(m->ftz);
 
@@ -406,6 +408,7 @@ TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
       {model + "[inputs.x]\nrole = \"data\"\nredraw = true\n",
        "key 'inputs.x.redraw': a data input is the searched tensor: a fresh draw every iteration would undo each step"},
       {model + "[train]\nlr = 0.1\n", "key 'train.lr': nothing trains (no optimizer)"},
+      {model + "[train]\ncheckpoint = \"c.npz\"\n", "key 'train.checkpoint': nothing trains (no optimizer)"},
       {model + "loss = \"l\"\n[train]\noptimizer = \"none\"\nbatch = \"monitored\"\n",
        "key 'train.batch': nothing trains (no optimizer)"},
       {train + "optimizer = \"adam\"\nmomentum = 0.9\n",
