@@ -248,7 +248,13 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
   if (fixed_batch && *fixed_batch > 1) {
     text += line(fmt::format("size = {}", *fixed_batch), "the model fixes its batch dimension");
   } else if (any_batch) {
-    text += line("size = 100", "guess: the batch dimension is symbolic; set the program's batch size");
+    // 100 rows (GRIST's usual N), fewer where a sample is large: a 572×572 image at 100 rows is out of memory.
+    int64_t largest = 1;
+    for (ValueId id : g.inputs) largest = std::max(largest, sample_numel(g.value(id)));
+    const int64_t rows = std::clamp<int64_t>((int64_t{1} << 18) / largest, 1, 100);
+    text += line(fmt::format("size = {}", rows),
+                 rows == 100 ? "guess: the batch dimension is symbolic; set the program's batch size"
+                             : "guess: symbolic; few rows for samples this large; set the program's batch size");
   }
   text += line("shuffle = true", "reshuffle each epoch (TensorFlow's next_batch); false: in order");
 
