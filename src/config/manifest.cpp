@@ -236,6 +236,7 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
       (s == "uniform" ? in.uniform_hi : in.normal_std) = pr->second;
     }
     if (s == "uniform" && !(in.uniform_lo < in.uniform_hi)) return r.error(p + "uniform", "needs LO < HI");
+    if (s == "normal" && !(in.normal_std > 0)) return r.error(p + "normal", "needs STD > 0");
   } else {
     return r.error(p + "source", fmt::format("unknown source '{}' (values, fashion-mnist:PART, npz:FILE:KEY, "
                                              "npy:FILE, uniform, normal)", s));

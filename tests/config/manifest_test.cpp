@@ -299,6 +299,7 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
       {model + "[inputs.x]\nsource = \"csv:file.csv\"\n", "key 'inputs.x.source': unknown source 'csv:file.csv'"},
       {model + "[inputs.x]\nuniform = [2.0, 1.0]\n", "key 'inputs.x.uniform': needs LO < HI"},
       {model + "[inputs.x]\nuniform = [1.0]\n", "key 'inputs.x.uniform': must be a pair [LO, HI]"},
+      {model + "[inputs.x]\nsource = \"normal\"\nnormal = [0.0, -1.0]\n", "key 'inputs.x.normal': needs STD > 0"},
       {model + "[inputs.x]\nsource = \"normal\"\nnormal = [0.0, \"s\"]\n",
        "key 'inputs.x.normal': must hold two numbers"},
       {model + "[inputs.x]\nscale = \"big\"\n", "key 'inputs.x.scale': must be a number"},
