@@ -279,7 +279,8 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
     if (t.get(k) && in.source != src)
       return r.error(p + k, fmt::format("is only read with source = \"{}\" (this input's source is '{}')", k, s));
   if (in.one_hot > 0 && in.sampled())
-    return r.error(p + "one_hot", "needs integer labels from a source (values, a file or a data set), not random draws");
+    return r.error(p + "one_hot",
+                   "needs integer labels from a source (values, a file or a data set), not random draws");
   if (in.redraw && in.role == InputRole::Data)
     return r.error(p + "redraw", "a data input is the searched tensor: a fresh draw every iteration would undo each "
                                  "step (role = \"fixed\" or \"label\" for an input the program redraws)");
@@ -290,7 +291,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   const std::string p = "train.";
   GRIST_TRY(r.only_keys(t, "train",
                         {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
-                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout", "checkpoint"}));
+                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout",
+                         "checkpoint"}));
   auto opt = r.string(t, p, "optimizer", "none");
   if (!opt) return opt.error();
   auto fw = r.string(t, p, "framework", "pytorch");
@@ -311,7 +313,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
         {OptimizerKind::Adam, {"beta1", "beta2", "epsilon"}},
         {OptimizerKind::Adagrad, {"epsilon", "initial_accumulator"}},
         {OptimizerKind::RMSProp, {"momentum", "epsilon", "decay", "centered", "initial_accumulator"}}};
-    for (const char* k : {"momentum", "nesterov", "beta1", "beta2", "epsilon", "decay", "centered", "initial_accumulator"})
+    for (const char* k :
+         {"momentum", "nesterov", "beta1", "beta2", "epsilon", "decay", "centered", "initial_accumulator"})
       if (t.get(k) && !used.at(c.kind).count(k))
         return r.error(p + k, fmt::format("{} has no {} (it reads: {})", optimizer_kind_name(c.kind), k, [&] {
                          std::string list = "lr, weight_decay";

@@ -51,13 +51,15 @@ std::string line(const std::string& text, const std::string& comment = "") {
 std::string shape_text(const Value& v) {
   if (!v.shape) return "shape not declared";
   std::string s;
-  for (const Dim& d : *v.shape) s += (s.empty() ? "" : ", ") + (d.known() ? std::to_string(d.size) : (d.symbol.empty() ? "?" : d.symbol));
+  for (const Dim& d : *v.shape)
+    s += (s.empty() ? "" : ", ") + (d.known() ? std::to_string(d.size) : (d.symbol.empty() ? "?" : d.symbol));
   return "[" + s + "]";
 }
 
 std::string type_text(const Value& v) {
   if (v.dtype == DType::Undefined && !v.shape) return "type and shape not declared";
-  return fmt::format("{} {}", v.dtype == DType::Undefined ? "untyped" : std::string(dtype_name(v.dtype)), shape_text(v));
+  const std::string type = v.dtype == DType::Undefined ? "untyped" : std::string(dtype_name(v.dtype));
+  return type + " " + shape_text(v);
 }
 
 // Elements of one sample (the dims after the batch), -1 where one is not known.
@@ -153,7 +155,8 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
     guesses.push_back(std::move(in));
   }
   const std::string fm = o.fashion_mnist_dir;
-  const bool have_fashion = fs::exists(fm + "/train-images-idx3-ubyte.gz") && fs::exists(fm + "/train-labels-idx1-ubyte.gz");
+  const bool have_fashion =
+      fs::exists(fm + "/train-images-idx3-ubyte.gz") && fs::exists(fm + "/train-labels-idx1-ubyte.gz");
   bool fashion_data = false;
   for (size_t i = 0; i < g.inputs.size(); ++i)
     if (guesses[i].role == Role::Data && data_inputs == 1 && have_fashion && sample_numel(g.value(g.inputs[i])) == 784)
@@ -164,7 +167,8 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
     InputGuess& in = guesses[i];
     auto& out = in.lines;
     const int64_t per = sample_numel(v);
-    if (!v.shape) out.push_back(line("", "its shape is not declared: grist needs its rank; give its data (values, npz:)"));
+    if (!v.shape)
+      out.push_back(line("", "its shape is not declared: grist needs its rank; give its data (values, npz:)"));
     if (in.role == Role::Data) {
       if (fashion_data) {
         out.push_back(line("source = \"fashion-mnist:train-images\"", "guess: 784 values a row read as 28×28 images"));
@@ -187,7 +191,7 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
         out.push_back(line("source = \"uniform\"", "give the program's labels (npz:FILE:KEY, values, ...)"));
         out.push_back(line(fmt::format("uniform = [0.0, {}.0]", classes),
                            classes == 10 ? "class indices 0–9 (no loss says how many classes)"
-                                         : fmt::format("class indices 0–{}: the classes its loss scores", classes - 1)));
+                               : fmt::format("class indices 0–{}: the classes its loss scores", classes - 1)));
       } else {
         out.push_back(line("source = \"uniform\"", "give the program's labels (npz:FILE:KEY with one_hot = C, ...)"));
         out.push_back(line("uniform = [0.0, 1.0]"));
@@ -199,7 +203,7 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
       } else if (contains_any(n, {"keep"}) && single_element(v)) {
         out.push_back(line("values = [1.0]", "guess: a keep probability, 1.0 (no dropout) as in evaluation"));
       } else {
-        out.push_back(line("source = \"uniform\"", "drawn once in [0, 1); give the program's value with values = [...]"));
+        out.push_back(line("source = \"uniform\"", "drawn once in [0, 1); give the program's value (values = [...])"));
         out.push_back(line("uniform = [0.0, 1.0]"));
       }
     }
