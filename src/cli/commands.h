@@ -21,6 +21,7 @@ void add_replay_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
 void add_scan_command(CLI::App& app, Action& action);
 void add_fix_command(CLI::App& app, Action& action);
+void add_init_command(CLI::App& app, Action& action);
 
 // Prints "grist: error: MESSAGE" on stderr and returns kExitError.
 int fail(const std::string& message);

@@ -76,6 +76,10 @@ int fix_main(const FixFlags& f) {
     o.manifest.model = f.target;
   }
   const std::string model = o.manifest.model;
+  // Not yet: the repaired model would have to carry the checkpoint's weights, and its checks resume from them.
+  if (!o.manifest.train.checkpoint.empty())
+    return fail(fmt::format("{}: train.checkpoint is not supported by grist fix yet (grist hunt and scan resume "
+                            "from it)", manifest_path));
   // Refused before any work: a SARIF file that exists (nothing of the user's is replaced), ops grist cannot run.
   if (!f.sarif.empty() && fs::exists(f.sarif))
     return fail(fmt::format("{}: exists already; not overwriting it", f.sarif));

@@ -165,7 +165,11 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   o.on_planned = [&](const HuntReport& r) {
     progress.clear();
     if (f.json) {
-      std::printf("%s\n", nlohmann::json{{"event", "hazards"}, {"model", ctx.model}, {"hazards", hazards_json(*graph, r)}}
+      // How the study's program counted iterations (the manifest's [expect]), as `grist bench` reports it.
+      const nlohmann::json counting{{"counter_offset", manifest->expect.counter_offset},
+                                    {"counter_step", manifest->expect.counter_step}};
+      std::printf("%s\n", nlohmann::json{{"event", "hazards"}, {"model", ctx.model}, {"counting", counting},
+                                         {"hazards", hazards_json(*graph, r)}}
                               .dump()
                               .c_str());
     } else {
@@ -191,6 +195,7 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
     if (f.json) {
       nlohmann::json line = outcome_json(*graph, r, out, ctx, files);
       line["event"] = "outcome";
+      if (out.triggered) line["study_count"] = manifest->expect.study_count(out.iterations);
       std::printf("%s\n", line.dump().c_str());
     } else {
       std::printf("%s", outcome_text(*graph, r, out, ctx, files).c_str());

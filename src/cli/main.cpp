@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   add_bench_command(app, action);
   add_scan_command(app, action);
   add_fix_command(app, action);
+  add_init_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

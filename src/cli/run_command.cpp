@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "config/manifest.h"
+#include "engine/checkpoint.h"
 #include "data/file_write.h"
 #include "data/load.h"
 #include "data/npz.h"
@@ -130,18 +131,22 @@ Result<std::map<std::string, Tensor>> load_inputs(const RunOptions& o, const Gra
 
 int run(const RunOptions& flags) {
   RunOptions o = flags;
-  // A manifest in the model's place, as hunt and scan take it: its model, and its flush-to-zero setting.
+  // A manifest in the model's place, as hunt and scan take it: its model, its flush-to-zero setting and the
+  // weights of the checkpoint it resumes from.
+  std::string checkpoint;
   if (o.model.size() > 5 && o.model.compare(o.model.size() - 5, 5, ".toml") == 0) {
     auto m = read_manifest(o.model);
     if (!m) return fail(m.message());
     o.model = m->model;
     o.ftz = o.ftz || m->ftz;
+    checkpoint = m->train.checkpoint;
   }
   if (o.dump && o.output.empty()) return fail("--dump needs --output FILE.npz to write the values to");
   if (!o.output.empty())
     if (auto st = check_output_path(o.output); !st) return fail(st.message());
   auto graph = import_onnx_file(o.model);
   if (!graph) return fail(graph.message());
+  if (auto st = use_checkpoint_weights(checkpoint, *graph); !st) return fail(st.message());
   const Graph& g = *graph;
 
   ExecutorOptions eo;

@@ -12,6 +12,7 @@
 #include "cli/assume.h"
 #include "cli/commands.h"
 #include "config/manifest.h"
+#include "engine/checkpoint.h"
 #include "data/file_write.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
@@ -56,6 +57,9 @@ int run_scan(const ScanFlags& f) {
   auto graph = import_onnx_file(model);
   if (!graph) return fail(graph.message());
   if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", model, st.message()));
+  // A program resumed from a checkpoint is scanned at the checkpoint's weights, as the hunt runs it.
+  if (manifest)
+    if (auto st = use_checkpoint_weights(manifest->train.checkpoint, *graph); !st) return fail(st.message());
   ScanOptions o;
   o.manifest = manifest ? &*manifest : nullptr;
   o.batch = f.batch;

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include <toml++/toml.h>
@@ -74,6 +75,22 @@ struct Reader {
     return std::pair{*lo, *hi};
   }
 
+  // A number or a non-empty list of numbers (per channel).
+  Result<std::vector<double>> numbers(const toml::table& t, const std::string& prefix, const std::string& key) const {
+    const toml::node* n = t.get(key);
+    if (!n) return std::vector<double>{};
+    if (auto v = n->value<double>()) return std::vector<double>{*v};
+    const toml::array* a = n->as_array();
+    if (!a || a->empty()) return error(prefix + key, "must be a number or a non-empty list of numbers (one a channel)");
+    std::vector<double> out;
+    for (const auto& el : *a) {
+      auto v = el.value<double>();
+      if (!v) return error(prefix + key, "must be a number or a non-empty list of numbers (one a channel)");
+      out.push_back(*v);
+    }
+    return out;
+  }
+
   std::string resolve(const std::string& p) const { return fs::path(p).is_absolute() ? p : (dir / p).string(); }
 };
 
@@ -128,10 +145,53 @@ Result<DType> parse_dtype(const std::string& s) {
   return make_error("unknown dtype '{}' (float32, float64, int64, int32, uint8, bool)", s);
 }
 
+// rows, scale, offset, mean, std and channel_axis (docs/MANIFEST.md, "Preprocessing"); the source is known.
+Status read_preprocessing(const toml::table& t, const std::string& p, const Reader& r, InputSpec& in) {
+  if (t.get("rows")) {
+    if (in.sampled()) return r.error(p + "rows", "needs rows to choose from (a values, file or data set source)");
+    const toml::array* a = t.get_as<toml::array>("rows");
+    std::optional<int64_t> begin, end;
+    if (a && a->size() == 2) begin = (*a)[0].value<int64_t>(), end = (*a)[1].value<int64_t>();
+    if (!begin || !end || !(*a)[0].is_integer() || !(*a)[1].is_integer())
+      return r.error(p + "rows", "must be a pair of row numbers [BEGIN, END] (END not included)");
+    if (!(*begin >= 0 && *begin < *end)) return r.error(p + "rows", "needs 0 <= BEGIN < END");
+    in.row_begin = *begin;
+    in.row_end = *end;
+  }
+  auto scale = r.number(t, p, "scale", 1.0);
+  if (!scale) return scale.error();
+  if (!std::isfinite(*scale)) return r.error(p + "scale", "must be finite");
+  in.scale = *scale;
+  auto offset = r.number(t, p, "offset", 0.0);
+  if (!offset) return offset.error();
+  if (!std::isfinite(*offset)) return r.error(p + "offset", "must be finite");
+  in.offset = *offset;
+  auto mean = r.numbers(t, p, "mean");
+  if (!mean) return mean.error();
+  for (double v : *mean)
+    if (!std::isfinite(v)) return r.error(p + "mean", "must be finite");
+  in.mean = *mean;
+  auto sd = r.numbers(t, p, "std");
+  if (!sd) return sd.error();
+  for (double v : *sd)
+    if (!(v > 0 && std::isfinite(v))) return r.error(p + "std", fmt::format("{} is not a positive, finite std", v));
+  in.std = *sd;
+  if (in.mean.size() > 1 && in.std.size() > 1 && in.mean.size() != in.std.size())
+    return r.error(p + "std", fmt::format("has {} channels but mean has {}", in.std.size(), in.mean.size()));
+  if (t.get("channel_axis")) {
+    const toml::node* n = t.get("channel_axis");
+    if (!n->is_integer()) return r.error(p + "channel_axis", "must be an integer (an axis of the model input)");
+    if (!in.per_channel()) return r.error(p + "channel_axis", "needs a per-channel mean or std (a list)");
+    in.channel_axis = n->as_integer()->get();
+  }
+  return Status::ok();
+}
+
 Status read_input(const toml::table& t, const std::string& name, const Reader& r, InputSpec& in) {
   const std::string p = "inputs." + name + ".";
   GRIST_TRY(r.only_keys(t, "inputs." + name,
-                        {"role", "source", "values", "uniform", "normal", "scale", "one_hot", "dtype", "range", "redraw"}));
+                        {"role", "source", "values", "uniform", "normal", "rows", "scale", "offset", "mean", "std",
+                         "channel_axis", "one_hot", "dtype", "range", "redraw"}));
   in.name = name;
   auto role = r.string(t, p, "role", "fixed");
   if (!role) return role.error();
@@ -176,14 +236,13 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
       (s == "uniform" ? in.uniform_hi : in.normal_std) = pr->second;
     }
     if (s == "uniform" && !(in.uniform_lo < in.uniform_hi)) return r.error(p + "uniform", "needs LO < HI");
+    if (s == "normal" && !(in.normal_std > 0)) return r.error(p + "normal", "needs STD > 0");
   } else {
     return r.error(p + "source", fmt::format("unknown source '{}' (values, fashion-mnist:PART, npz:FILE:KEY, "
                                              "npy:FILE, uniform, normal)", s));
   }
 
-  auto scale = r.number(t, p, "scale", 1.0);
-  if (!scale) return scale.error();
-  in.scale = *scale;
+  GRIST_TRY(read_preprocessing(t, p, r, in));
   auto one_hot = r.number(t, p, "one_hot", 0);
   if (!one_hot) return one_hot.error();
   if (*one_hot < 0 || *one_hot != std::floor(*one_hot)) return r.error(p + "one_hot", "must be a positive integer");
@@ -214,6 +273,17 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
     }
     if (in.role != InputRole::Data) return r.error(p + "range", "only a data input is clipped");
   }
+  // Keys that would be accepted and then ignored: refused, so a manifest does what it says.
+  for (auto [k, src] : {std::pair{"values", InputSource::Values}, std::pair{"uniform", InputSource::Uniform},
+                        std::pair{"normal", InputSource::Normal}})
+    if (t.get(k) && in.source != src)
+      return r.error(p + k, fmt::format("is only read with source = \"{}\" (this input's source is '{}')", k, s));
+  if (in.one_hot > 0 && in.sampled())
+    return r.error(p + "one_hot",
+                   "needs integer labels from a source (values, a file or a data set), not random draws");
+  if (in.redraw && in.role == InputRole::Data)
+    return r.error(p + "redraw", "a data input is the searched tensor: a fresh draw every iteration would undo each "
+                                 "step (role = \"fixed\" or \"label\" for an input the program redraws)");
   return Status::ok();
 }
 
@@ -221,7 +291,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   const std::string p = "train.";
   GRIST_TRY(r.only_keys(t, "train",
                         {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
-                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout"}));
+                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout",
+                         "checkpoint"}));
   auto opt = r.string(t, p, "optimizer", "none");
   if (!opt) return opt.error();
   auto fw = r.string(t, p, "framework", "pytorch");
@@ -235,6 +306,22 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
     train.optimizer = OptimizerConfig::defaults(*kind, flavor);
   }
   OptimizerConfig& c = train.optimizer;
+  if (train.enabled) {
+    // The hyperparameters each update rule reads (engine/optimizers.cpp); another would be ignored.
+    static const std::map<OptimizerKind, std::set<std::string>> used{
+        {OptimizerKind::SGD, {"momentum", "nesterov"}},
+        {OptimizerKind::Adam, {"beta1", "beta2", "epsilon"}},
+        {OptimizerKind::Adagrad, {"epsilon", "initial_accumulator"}},
+        {OptimizerKind::RMSProp, {"momentum", "epsilon", "decay", "centered", "initial_accumulator"}}};
+    for (const char* k :
+         {"momentum", "nesterov", "beta1", "beta2", "epsilon", "decay", "centered", "initial_accumulator"})
+      if (t.get(k) && !used.at(c.kind).count(k))
+        return r.error(p + k, fmt::format("{} has no {} (it reads: {})", optimizer_kind_name(c.kind), k, [&] {
+                         std::string list = "lr, weight_decay";
+                         for (const auto& u : used.at(c.kind)) list += ", " + u;
+                         return list;
+                       }()));
+  }
   for (auto [key, field] : std::initializer_list<std::pair<const char*, double*>>{
            {"lr", &c.lr}, {"momentum", &c.momentum}, {"beta1", &c.beta1}, {"beta2", &c.beta2}, {"epsilon", &c.epsilon},
            {"decay", &c.decay}, {"initial_accumulator", &c.initial_accumulator}, {"weight_decay", &c.weight_decay}}) {
@@ -249,6 +336,8 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
     if (!v) return v.error();
     *field = *v;
   }
+  if (c.nesterov && c.momentum == 0.0)
+    return r.error(p + "nesterov", "needs a momentum (Nesterov's step is a momentum step)");
   if (const toml::node* params = t.get("params")) {
     if (auto s = params->value<std::string>(); s && *s == "all") {
       train.all_params = true;
@@ -270,6 +359,13 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   auto dropout = r.boolean(t, p, "dropout", true);
   if (!dropout) return dropout.error();
   train.dropout = *dropout;
+  auto checkpoint = r.string(t, p, "checkpoint", "");
+  if (!checkpoint) return checkpoint.error();
+  if (!checkpoint->empty()) train.checkpoint = r.resolve(*checkpoint);
+  if (!train.enabled)
+    for (auto&& [k, v] : t)
+      if (k.str() != "optimizer" && k.str() != "framework")  // the program's framework may be said regardless
+        return r.error(p + std::string(k.str()), "nothing trains (no optimizer): set train.optimizer or drop the key");
   return Status::ok();
 }
 

@@ -28,13 +28,29 @@ struct InputSpec {
   Tensor values;                 // source = values: rows are samples (float64 as written)
   double uniform_lo = 0, uniform_hi = 1;
   double normal_mean = 0, normal_std = 1;
+  // Preprocessing, in this order: rows [row_begin, row_end) of the source (row_end -1: to its end), one-hot,
+  // then value = ((stored × scale + offset) − mean[c]) / std[c], c the index along `channel_axis` of the model
+  // input (mean/std of one element: every element alike; empty: 0 and 1).
+  int64_t row_begin = 0, row_end = -1;
   double scale = 1;
+  double offset = 0;
+  std::vector<double> mean, std;
+  int64_t channel_axis = 1;      // an axis of the model input; negative: from the end
   int64_t one_hot = 0;
   DType dtype = DType::Undefined;  // Undefined: the model input's
   ClipRange range = ClipRange::None;
   double lo = 0, hi = 0;         // with ClipRange::Explicit
   bool redraw = false;
   bool sampled() const { return source == InputSource::Uniform || source == InputSource::Normal; }
+  bool per_channel() const { return mean.size() > 1 || std.size() > 1; }
+  // The preprocessing of one stored value at channel c (an index below the channel count; 0 when not per channel).
+  double preprocess(double v, size_t c) const {
+    if (scale != 1.0) v *= scale;
+    if (offset != 0.0) v += offset;  // skipped at 0: −0 + 0 is +0, and the sign of a zero can matter here
+    if (!mean.empty()) v -= mean[mean.size() == 1 ? 0 : c];
+    if (!std.empty()) v /= std[std.size() == 1 ? 0 : c];
+    return v;
+  }
 };
 
 struct TrainSpec {
@@ -44,6 +60,7 @@ struct TrainSpec {
   std::vector<std::string> params;
   bool on_updated_batch = true;  // false: the batch just monitored
   bool dropout = true;
+  std::string checkpoint;        // a .npz to resume from (engine/checkpoint.h): weights and optimizer state
 };
 
 struct Expectation {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <tuple>
 
 #include "data/idx.h"
 #include "data/npy.h"
@@ -14,8 +15,9 @@ namespace grist {
 
 namespace {
 
-// The rows of a source, as float64 [N, ...] after one-hot and scale (types are converted per batch).
-Result<Tensor> load_rows(const InputSpec& in) {
+// A source's rows as stored (float64 for inline values; a file's or data set's own element type), all of them:
+// the manifest's `rows` subset and the preprocessing are applied per batch.
+Result<Tensor> load_stored(const InputSpec& in) {
   Tensor raw;
   if (in.source == InputSource::Values) {
     raw = in.values;
@@ -41,24 +43,56 @@ Result<Tensor> load_rows(const InputSpec& in) {
     return Tensor();  // drawn at random per batch
   }
   GRIST_CHECK(raw.rank() >= 1 && raw.shape()[0] > 0, "input '{}': its source holds no rows", in.name);
-  Tensor rows;
-  if (in.one_hot > 0) {
+  if (in.one_hot > 0)
     GRIST_CHECK(raw.rank() == 1 && (is_integer(raw.dtype()) || raw.dtype() == DType::Float64),
                 "input '{}': one_hot needs a 1-D array of integer labels", in.name);
-    const int64_t n = raw.shape()[0];
-    rows.resize_zero(DType::Float64, Shape{n, in.one_hot});
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t label = static_cast<int64_t>(raw.get_as_double(i));
-      GRIST_CHECK(label >= 0 && label < in.one_hot, "input '{}': label {} at row {} is outside [0, {})", in.name, label,
-                  i, in.one_hot);
-      rows.data<double>()[i * in.one_hot + label] = 1.0;
-    }
-  } else {
-    cast_tensor(raw, DType::Float64, rows);
-  }
-  if (in.scale != 1.0)
-    for (double& v : rows.span<double>()) v *= in.scale;
-  return rows;
+  return raw;
+}
+
+// The manifest's `rows` subset of a source of `n` rows, as [first, first + count).
+Result<std::pair<int64_t, int64_t>> row_subset(const InputSpec& in, int64_t n) {
+  if (in.row_end < 0) return std::pair<int64_t, int64_t>{0, n};
+  GRIST_CHECK(in.row_end <= n, "input '{}': rows = [{}, {}] reaches past the {} rows of its source", in.name,
+              in.row_begin, in.row_end, n);
+  return std::pair<int64_t, int64_t>{in.row_begin, in.row_end - in.row_begin};
+}
+
+// `count` stored values from element `at` of `t`, as double.
+void stored_values(const Tensor& t, int64_t at, int64_t count, double* out) {
+  const bool done = dispatch_all(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = t.data<T>() + at;
+    for (int64_t j = 0; j < count; ++j) out[j] = static_cast<double>(src[j]);
+  });
+  if (!done)
+    for (int64_t j = 0; j < count; ++j) out[j] = t.get_as_double(at + j);
+}
+
+// Applies the input's preprocessing to `count` values of one sample (channel by position).
+void preprocess_sample(const InputSpec& in, int64_t channels, int64_t inner, double* v, int64_t count) {
+  if (in.scale == 1.0 && in.offset == 0.0 && in.mean.empty() && in.std.empty()) return;
+  for (int64_t j = 0; j < count; ++j)
+    v[j] = in.preprocess(v[j], channels > 1 ? static_cast<size_t>((j / inner) % channels) : 0);
+}
+
+// The channel count and the elements below one channel step, for a per-channel mean/std along the input's
+// `channel_axis` (an axis of the model input: `dims`, with the batch first when `batched`).
+Result<std::pair<int64_t, int64_t>> channel_layout(const InputSpec& in, const Shape& sample, bool batched) {
+  if (!in.per_channel()) return std::pair<int64_t, int64_t>{1, 1};
+  const int64_t rank = sample.rank() + (batched ? 1 : 0);
+  const int64_t axis = in.channel_axis < 0 ? in.channel_axis + rank : in.channel_axis;
+  GRIST_CHECK(axis >= 0 && axis < rank, "input '{}': channel_axis = {} is not an axis of the model input (rank {})",
+              in.name, in.channel_axis, rank);
+  GRIST_CHECK(!(batched && axis == 0), "input '{}': channel_axis = {} is the batch axis", in.name, in.channel_axis);
+  const int64_t at = batched ? axis - 1 : axis;
+  const int64_t channels = sample[static_cast<size_t>(at)];
+  int64_t inner = 1;
+  for (int64_t i = at + 1; i < sample.rank(); ++i) inner *= sample[static_cast<size_t>(i)];
+  for (const auto& [key, list] : {std::pair{"mean", &in.mean}, std::pair{"std", &in.std}})
+    GRIST_CHECK(list->size() <= 1 || static_cast<int64_t>(list->size()) == channels,
+                "input '{}': {} has {} values (one a channel), but axis {} of the model input has {}", in.name, key,
+                list->size(), axis, channels);
+  return std::pair<int64_t, int64_t>{channels, inner};
 }
 
 }  // namespace
@@ -66,8 +100,10 @@ Result<Tensor> load_rows(const InputSpec& in) {
 Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch_size, uint64_t seed) {
   Dataset d;
   d.batch_size_ = batch_size;
-  d.shuffle_ = m.shuffle;
+  d.data_order_.shuffle = m.shuffle;
+  d.redrawn_fixed_.shuffle = m.shuffle;
   d.rng_.reseed(seed);
+  d.fixed_rng_.reseed(seed ^ 0x6a09e667f3bcc909ull);  // a stream of its own (the constant: √2's fraction bits)
   for (const auto& [name, spec] : m.inputs) {
     ValueId id = g.find_value(name);
     GRIST_CHECK(id != kNoValue && g.value(id).kind == ValueKind::Input,
@@ -95,9 +131,24 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     s.batched = !dims.empty() && (!dims[0].known() || s.spec.role != InputRole::Fixed);
     std::vector<int64_t> sample;
     for (size_t i = s.batched ? 1 : 0; i < dims.size(); ++i) sample.push_back(dims[i].known() ? dims[i].size : -1);
-    auto rows = load_rows(s.spec);
-    if (!rows) return rows.error();
-    Tensor pool = std::move(rows).value();
+    auto stored = load_stored(s.spec);
+    if (!stored) return stored.error();
+    Tensor pool = std::move(stored).value();
+    if (pool.defined()) {
+      auto subset = row_subset(s.spec, pool.shape()[0]);
+      if (!subset) return subset.error();
+      std::tie(s.first_row, s.rows) = *subset;
+      s.stored_per_row = pool.numel() / pool.shape()[0];
+      if (s.spec.one_hot > 0) {  // every label of the subset in range, once, rather than at each batch
+        for (int64_t i = s.first_row; i < s.first_row + s.rows; ++i) {
+          const int64_t label = static_cast<int64_t>(pool.get_as_double(i));
+          GRIST_CHECK(label >= 0 && label < s.spec.one_hot, "input '{}': label {} at row {} is outside [0, {})",
+                      v.name, label, i, s.spec.one_hot);
+        }
+      }
+    }
+    // Values one row gives the model: its stored values, or the one-hot depth.
+    const int64_t per_row = s.spec.one_hot > 0 ? s.spec.one_hot : s.stored_per_row;
     if (s.batched && !dims.empty() && dims[0].known() && dims[0].size != batch_size)
       return make_error("input '{}' has a fixed batch dimension of {}, but the batch size is {}", v.name, dims[0].size,
                         batch_size);
@@ -111,38 +162,51 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
                     for (const Dim& dd : dims) str += (str.empty() ? "" : ", ") + (dd.known() ? std::to_string(dd.size) : dd.symbol);
                     return "[" + str + "]";
                   }());
-      int64_t per_row = pool.numel() / pool.shape()[0];
       GRIST_CHECK(per_row % known == 0, "input '{}': a row of its source has {} values, which does not fit its shape",
                   v.name, per_row);
       for (int64_t& x : sample)
         if (x < 0) x = per_row / known;
     }
     s.sample_shape = Shape(sample);
+    auto layout = channel_layout(s.spec, s.sample_shape, s.batched);
+    if (!layout) return layout.error();
+    std::tie(s.channels, s.inner) = *layout;
     if (pool.defined()) {
+      s.pool = std::make_shared<const Tensor>(std::move(pool));
       if (!s.batched) {
-        GRIST_CHECK(pool.numel() == s.sample_shape.numel(), "input '{}': its values have {} elements, the model wants "
-                    "shape {}", v.name, pool.numel(), s.sample_shape.str());
-        cast_tensor(pool, s.dtype, s.fixed);
-        s.fixed.reshape(s.sample_shape);
+        GRIST_CHECK(s.rows * per_row == s.sample_shape.numel(), "input '{}': its values have {} elements, the model "
+                    "wants shape {}", v.name, s.rows * per_row, s.sample_shape.str());
+        GRIST_CHECK(!s.spec.redraw, "input '{}': redraw = true, but the model input has no batch dimension to draw "
+                    "rows for (its values are one fixed tensor)", v.name);
+        std::vector<int64_t> all(static_cast<size_t>(s.rows));
+        std::iota(all.begin(), all.end(), 0);
+        Tensor f64;
+        d.gather(s, all, f64);
+        f64.reshape(s.sample_shape);
+        cast_tensor(f64, s.dtype, s.fixed);
+        s.pool.reset();
       } else {
-        int64_t n = pool.shape()[0];
-        GRIST_CHECK(pool.numel() / n == s.sample_shape.numel(),
+        GRIST_CHECK(per_row == s.sample_shape.numel(),
                     "input '{}': a row of its source has {} values, but one sample of the model input {} needs {}",
-                    v.name, pool.numel() / n, s.sample_shape.str(), s.sample_shape.numel());
-        if (s.spec.role == InputRole::Fixed) {
+                    v.name, per_row, s.sample_shape.str(), s.sample_shape.numel());
+        if (s.spec.role == InputRole::Fixed && s.spec.redraw) {
+          // Redrawn fixed rows advance a batch per redraw, together, apart from the data's rows.
+          GRIST_CHECK(d.redrawn_fixed_.pool_size == 0 || s.rows == d.redrawn_fixed_.pool_size,
+                      "input '{}': its source has {} rows but another redrawn fixed input has {}; they are drawn "
+                      "together and must pair up", v.name, s.rows, d.redrawn_fixed_.pool_size);
+          d.redrawn_fixed_.pool_size = s.rows;
+        } else if (s.spec.role == InputRole::Fixed) {
           // A fixed batched input takes the first batch of its rows, always.
-          GRIST_CHECK(n >= batch_size, "input '{}': its source has {} rows, fewer than the batch size {}", v.name, n,
-                      batch_size);
-        } else if (d.pool_size_ == 0) {
-          d.pool_size_ = n;
+          GRIST_CHECK(s.rows >= batch_size, "input '{}': its source has {} rows, fewer than the batch size {}", v.name,
+                      s.rows, batch_size);
+        } else if (d.data_order_.pool_size == 0) {
+          d.data_order_.pool_size = s.rows;
         } else {
-          GRIST_CHECK(n == d.pool_size_, "input '{}': its source has {} rows but another data/label input has {}; rows "
-                      "are samples and must pair up", v.name, n, d.pool_size_);
+          GRIST_CHECK(s.rows == d.data_order_.pool_size, "input '{}': its source has {} rows but another data/label "
+                      "input has {}; rows are samples and must pair up", v.name, s.rows, d.data_order_.pool_size);
         }
       }
     }
-    // The rows never change: copies of the data set (one per hazard searched) share them.
-    if (pool.defined() && s.batched) s.pool = std::make_shared<const Tensor>(std::move(pool));
     d.names_.push_back(v.name);
     d.specs_[v.name] = s.spec;
     d.sources_[v.name] = std::move(s);
@@ -150,112 +214,159 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
   return d;
 }
 
-std::vector<int64_t> Dataset::next_rows() {
+std::vector<int64_t> Dataset::RowOrder::next(int64_t count, Rng& rng) {
   std::vector<int64_t> rows;
-  if (pool_size_ == 0) return rows;
-  rows.reserve(static_cast<size_t>(batch_size_));
-  while (static_cast<int64_t>(rows.size()) < batch_size_) {
-    if (cursor_ >= order_.size()) {
-      order_.resize(static_cast<size_t>(pool_size_));
-      std::iota(order_.begin(), order_.end(), 0);
-      if (shuffle_)
-        for (size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[rng_.below(i)]);
-      cursor_ = 0;
+  if (pool_size == 0) return rows;
+  rows.reserve(static_cast<size_t>(count));
+  while (static_cast<int64_t>(rows.size()) < count) {
+    if (cursor >= order.size()) {
+      order.resize(static_cast<size_t>(pool_size));
+      std::iota(order.begin(), order.end(), 0);
+      if (shuffle)
+        for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+      cursor = 0;
     }
-    rows.push_back(order_[cursor_++]);
+    rows.push_back(order[cursor++]);
   }
   return rows;
 }
 
-Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& rows) {
-  if (!s.batched && s.fixed.defined()) {  // values given for an input without a batch dimension
-    out = s.fixed;
-    return Status::ok();
-  }
-  if (!s.batched) {
-    out.resize(s.dtype, s.sample_shape);
-  } else {
-    Shape shape;
-    shape.push_back(batch_size_);
-    for (int64_t x : s.sample_shape) shape.push_back(x);
-    out.resize(s.dtype, shape);
-  }
-  const int64_t per = s.sample_shape.numel();
-  if (s.pool) {
-    Tensor rows_f64(DType::Float64, out.shape());
-    const double* src = s.pool->data<double>();
-    for (int64_t r = 0; r < batch_size_; ++r) {
-      int64_t row = s.spec.role == InputRole::Fixed ? r : rows[static_cast<size_t>(r)];
-      std::memcpy(rows_f64.data<double>() + r * per, src + row * per, static_cast<size_t>(per) * sizeof(double));
+void Dataset::gather(const Source& s, const std::vector<int64_t>& rows, Tensor& out) const {
+  const int64_t per = s.spec.one_hot > 0 ? s.spec.one_hot : s.stored_per_row;
+  Shape shape;
+  shape.push_back(static_cast<int64_t>(rows.size()));
+  for (int64_t x : s.sample_shape) shape.push_back(x);
+  out.resize(DType::Float64, s.batched ? shape : Shape{static_cast<int64_t>(rows.size()) * per});
+  double* dst = out.data<double>();
+  for (size_t r = 0; r < rows.size(); ++r, dst += per) {
+    const int64_t row = s.first_row + rows[r];
+    if (s.spec.one_hot > 0) {
+      std::fill_n(dst, per, 0.0);
+      dst[static_cast<int64_t>(s.pool->get_as_double(row))] = 1.0;  // checked in range by create
+    } else {
+      stored_values(*s.pool, row * per, per, dst);
     }
+    preprocess_sample(s.spec, s.channels, s.inner, dst, per);
+  }
+}
+
+Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& rows) {
+  Shape shape;
+  if (s.batched) shape.push_back(batch_size_);
+  for (int64_t x : s.sample_shape) shape.push_back(x);
+  if (s.pool) {
+    Tensor rows_f64;
+    gather(s, rows, rows_f64);
     cast_tensor(rows_f64, s.dtype, out);
     return Status::ok();
   }
-  // Random draws: uniform or normal, in the input's type.
-  Tensor draw(DType::Float64, out.shape());
+  // Random draws: uniform or normal, preprocessed, in the input's type.
+  Tensor draw(DType::Float64, shape);
   for (double& v : draw.span<double>())
     v = s.spec.source == InputSource::Normal ? rng_.normal(s.spec.normal_mean, s.spec.normal_std)
                                   : rng_.uniform(s.spec.uniform_lo, s.spec.uniform_hi);
-  if (s.spec.scale != 1.0)
-    for (double& v : draw.span<double>()) v *= s.spec.scale;
+  const int64_t per = s.sample_shape.numel();
+  for (int64_t r = 0; r < draw.numel() / std::max<int64_t>(per, 1); ++r)
+    preprocess_sample(s.spec, s.channels, s.inner, draw.data<double>() + r * per, per);
   cast_tensor(draw, s.dtype, out);
   return Status::ok();
 }
 
 Status Dataset::next_batch(Batch& out) {
-  std::vector<int64_t> rows = next_rows();
+  std::vector<int64_t> rows = data_order_.next(batch_size_, rng_);
+  // A fixed input with rows takes the first batch of them; a redrawn one the first of its own sequence, drawn
+  // once for all of them (they go in step).
+  std::vector<int64_t> first(static_cast<size_t>(batch_size_)), first_redrawn;
+  std::iota(first.begin(), first.end(), 0);
+  for (const auto& name : names_) {
+    const Source& s = sources_.at(name);
+    if (s.spec.role == InputRole::Fixed && s.spec.redraw && s.pool && !s.fixed.defined() && first_redrawn.empty())
+      first_redrawn = redrawn_fixed_.next(batch_size_, fixed_rng_);
+  }
   for (const auto& name : names_) {
     Source& s = sources_.at(name);
     if (s.spec.role == InputRole::Fixed && s.fixed.defined()) {
       out[name] = s.fixed;
       continue;
     }
-    GRIST_TRY(fill(s, out[name], rows));
-    if (s.spec.role == InputRole::Fixed) s.fixed = out[name];  // drawn once, then always the same
+    if (s.spec.role == InputRole::Fixed && s.pool) {
+      GRIST_TRY(fill(s, out[name], s.spec.redraw ? first_redrawn : first));
+    } else {
+      GRIST_TRY(fill(s, out[name], rows));
+    }
+    if (s.spec.role == InputRole::Fixed) s.fixed = out[name];  // drawn once, then always the same until a redraw
   }
   return Status::ok();
 }
 
 Status Dataset::redraw(Batch& batch) {
-  std::vector<int64_t> rows;
-  bool need_rows = false;
-  for (const auto& name : names_) need_rows |= sources_.at(name).spec.redraw && sources_.at(name).pool;
-  if (need_rows) rows = next_rows();
-  for (const auto& name : names_)
-    if (sources_.at(name).spec.redraw) GRIST_TRY(fill(sources_.at(name), batch[name], rows));
+  std::vector<int64_t> rows, fixed_rows;
+  bool need_rows = false, need_fixed_rows = false;
+  for (const auto& name : names_) {
+    const Source& s = sources_.at(name);
+    if (!s.spec.redraw || !s.pool) continue;
+    (s.spec.role == InputRole::Fixed ? need_fixed_rows : need_rows) = true;
+  }
+  // Only inputs that take their rows from the data's sequence advance it.
+  if (need_rows) rows = data_order_.next(batch_size_, rng_);
+  if (need_fixed_rows) fixed_rows = redrawn_fixed_.next(batch_size_, fixed_rng_);
+  for (const auto& name : names_) {
+    Source& s = sources_.at(name);
+    if (!s.spec.redraw) continue;
+    GRIST_TRY(fill(s, batch[name], s.spec.role == InputRole::Fixed ? fixed_rows : rows));
+    if (s.spec.role == InputRole::Fixed) s.fixed = batch[name];
+  }
   return Status::ok();
 }
 
 Result<std::optional<SourceRange>> source_range(const InputSpec& in) {
-  auto scaled = [&](double lo, double hi) { return std::pair{std::min(lo * in.scale, hi * in.scale), std::max(lo * in.scale, hi * in.scale)}; };
-  if (in.one_hot > 0) return std::optional<SourceRange>(SourceRange{0, 1, "one-hot labels"});
-  switch (in.source) {
-    case InputSource::Uniform: {
-      const auto [lo, hi] = scaled(in.uniform_lo, in.uniform_hi);
-      return std::optional<SourceRange>(SourceRange{lo, hi, "manifest uniform source"});
-    }
-    case InputSource::Normal:
-      return std::optional<SourceRange>();
-    case InputSource::FashionMnist: {
-      // The IDX format fixes the range; reading 47 million pixels to learn it is not needed.
-      if (in.file.find("labels") != std::string::npos)
-        return std::optional<SourceRange>(SourceRange{0, 9, "Fashion-MNIST labels"});
-      const auto [lo, hi] = scaled(0, 255);
-      return std::optional<SourceRange>(SourceRange{lo, hi, "Fashion-MNIST pixels × scale"});
-    }
-    case InputSource::Values:
-    case InputSource::Npz:
-    case InputSource::Npy: {
-      auto rows = load_rows(in);
-      if (!rows) return rows.error();
-      double lo = INFINITY, hi = -INFINITY;
-      for (double v : rows->span<double>())
-        if (v == v) lo = std::min(lo, v), hi = std::max(hi, v);
-      return std::optional<SourceRange>(
-          SourceRange{lo, hi, in.source == InputSource::Values ? "manifest values" : "hull of the data file × scale"});
+  // The stored values' range, then its image under the preprocessing (monotone in each channel).
+  double lo = 0, hi = 0;
+  std::string why;
+  if (in.one_hot > 0) {
+    lo = 0, hi = 1, why = "one-hot labels";
+  } else {
+    switch (in.source) {
+      case InputSource::Uniform:
+        lo = in.uniform_lo, hi = in.uniform_hi, why = "manifest uniform source";
+        break;
+      case InputSource::Normal:
+        return std::optional<SourceRange>();
+      case InputSource::FashionMnist:
+        // The IDX format fixes the range; reading 47 million pixels to learn it is not needed.
+        if (in.file.find("labels") != std::string::npos) lo = 0, hi = 9, why = "Fashion-MNIST labels";
+        else lo = 0, hi = 255, why = "Fashion-MNIST pixels";
+        break;
+      case InputSource::Values:
+      case InputSource::Npz:
+      case InputSource::Npy: {
+        auto stored = load_stored(in);
+        if (!stored) return stored.error();
+        auto subset = row_subset(in, stored->shape()[0]);
+        if (!subset) return subset.error();
+        const int64_t per = stored->numel() / stored->shape()[0];
+        std::vector<double> v(static_cast<size_t>(per));
+        lo = INFINITY, hi = -INFINITY;
+        for (int64_t r = subset->first; r < subset->first + subset->second; ++r) {
+          stored_values(*stored, r * per, per, v.data());
+          for (double x : v)
+            if (x == x) lo = std::min(lo, x), hi = std::max(hi, x);
+        }
+        why = in.source == InputSource::Values ? "manifest values" : "hull of the data file";
+        break;
+      }
     }
   }
-  return std::optional<SourceRange>();
+  const bool preprocessed = in.scale != 1.0 || in.offset != 0.0 || !in.mean.empty() || !in.std.empty();
+  if (!preprocessed || !(lo <= hi)) return std::optional<SourceRange>(SourceRange{lo, hi, why});
+  double out_lo = INFINITY, out_hi = -INFINITY;
+  const size_t channels = std::max({in.mean.size(), in.std.size(), size_t{1}});
+  for (size_t c = 0; c < channels; ++c) {
+    const double a = in.preprocess(lo, c), b = in.preprocess(hi, c);
+    out_lo = std::min({out_lo, a, b});
+    out_hi = std::max({out_hi, a, b});
+  }
+  return std::optional<SourceRange>(SourceRange{out_lo, out_hi, why + " after its preprocessing"});
 }
 
 namespace {

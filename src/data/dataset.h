@@ -26,7 +26,7 @@ class Dataset {
 
   int64_t batch_size() const { return batch_size_; }
   // Rows in the pooled sources (0 when every batched input is drawn at random).
-  int64_t pool_size() const { return pool_size_; }
+  int64_t pool_size() const { return data_order_.pool_size; }
   const InputSpec& spec(const std::string& name) const { return specs_.at(name); }
   const std::vector<std::string>& input_names() const { return names_; }
 
@@ -36,31 +36,46 @@ class Dataset {
   Status redraw(Batch& batch);
 
  private:
+  // A seeded sequence of row numbers over a pool, epoch after epoch (reshuffled each epoch or in order).
+  struct RowOrder {
+    int64_t pool_size = 0;
+    bool shuffle = true;
+    std::vector<int64_t> order;
+    size_t cursor = 0;
+    std::vector<int64_t> next(int64_t count, Rng& rng);
+  };
   struct Source {
     InputSpec spec;
     bool batched = true;   // dimension 0 is the batch
     DType dtype = DType::Float32;
     Shape sample_shape;    // one row's shape in the model
-    std::shared_ptr<const Tensor> pool;  // pooled rows [N, sample_shape...] as float64; null for random draws
-    Tensor fixed;          // fixed inputs that are not batched
+    // The source's rows as stored (uint8 pixels stay uint8; integer labels stay 1-D under one-hot), converted
+    // and preprocessed per batch; null for random draws. Copies of the data set share it.
+    std::shared_ptr<const Tensor> pool;
+    int64_t first_row = 0;  // the manifest's `rows` subset: pool rows [first_row, first_row + rows)
+    int64_t rows = 0;
+    int64_t stored_per_row = 0;  // stored values a row (1 for one-hot labels)
+    int64_t channels = 1, inner = 1;  // per-channel preprocessing: element j's channel is (j / inner) % channels
+    Tensor fixed;          // a fixed input's current value (drawn once, or at each redraw)
   };
   Status fill(const Source& s, Tensor& out, const std::vector<int64_t>& rows);
-  std::vector<int64_t> next_rows();
+  // Pooled rows (row numbers within the subset) → float64 [rows.size(), sample...], preprocessed.
+  void gather(const Source& s, const std::vector<int64_t>& rows, Tensor& out) const;
 
   int64_t batch_size_ = 1;
-  int64_t pool_size_ = 0;
-  bool shuffle_ = true;
-  Rng rng_;
+  Rng rng_;                 // the data order's shuffles and the random draws, interleaved
+  Rng fixed_rng_;           // the shuffles of redrawn fixed rows (the data's sequence stays as without them)
   std::vector<std::string> names_;
   std::map<std::string, InputSpec> specs_;
   std::map<std::string, Source> sources_;
-  std::vector<int64_t> order_;
-  size_t cursor_ = 0;
+  RowOrder data_order_;     // data and label rows, shared so a sample's data and label stay together
+  RowOrder redrawn_fixed_;  // fixed inputs redrawn from rows: a sequence of their own, in step among them
 };
 
-// The values an input's source can put into the model (after one-hot and scale), and why, for the interval
-// analysis: the hull of inline values and data files, a data set's value range, the uniform draws' range;
-// none for normal draws (unbounded). The one place an input spec becomes a range.
+// The values an input's source can put into the model (after its preprocessing: rows, one-hot, scale, offset,
+// mean and std), and why, for the interval analysis: the hull of inline values and data files, a data set's
+// value range, the uniform draws' range; none for normal draws (unbounded). The one place an input spec
+// becomes a range.
 struct SourceRange {
   double lo = 0, hi = 0;
   std::string why;

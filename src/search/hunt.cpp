@@ -11,6 +11,7 @@
 #include "analysis/training_bounds.h"
 #include "data/dataset.h"
 #include "engine/executor.h"
+#include "engine/checkpoint.h"
 #include "engine/optimizers.h"
 #include "ops/registry.h"
 #include "search/sign_step.h"
@@ -63,9 +64,9 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 class TargetSearch {
  public:
   TargetSearch(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites, const HazardSite& target,
-               const Dataset& fresh_data)
+               const Dataset& fresh_data, const Checkpoint* checkpoint)
       : g_(g), o_(o), m_(o.manifest), cfg_(o.manifest.search), sites_(sites), target_(target),
-        fresh_data_(fresh_data) {}
+        fresh_data_(fresh_data), checkpoint_(checkpoint) {}
 
   Result<HazardOutcome> run(double budget_s, int index, int count);
 
@@ -92,6 +93,7 @@ class TargetSearch {
   Status switch_rows(int64_t it);
   bool monitored_pass_failed() const;
   Batch executor_inputs() const;
+  void add_checkpoint_weights(Witness& w) const;
   void record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed, bool dropout,
                       const std::optional<Rng>& rng_before);
   int site_of(int32_t node) const {
@@ -107,6 +109,7 @@ class TargetSearch {
   const std::vector<HazardSite>& sites_;
   const HazardSite& target_;
   const Dataset& fresh_data_;  // the data as loaded, before any batch was drawn: each search starts from it
+  const Checkpoint* checkpoint_;  // the manifest's train.checkpoint (its weights are g_'s): the optimizer's state
 
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
@@ -234,6 +237,11 @@ Status TargetSearch::setup() {
       }
     }
     opt_.emplace(m_.train.optimizer, params_);
+    if (checkpoint_) {
+      auto state = checkpoint_state(*checkpoint_, g_, params_, m_.train.optimizer);
+      if (!state) return state.error();
+      opt_->set_state(std::move(state).value());
+    }
   }
   // Single numbers are left alone unless the model trains them: in exported models they are the guards and
   // scales written as constants (an ε of 1e-7, a temperature), and stepping them would change the program
@@ -574,6 +582,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
     out.witness.optimizer = training_start_state_;
     out.witness.training = std::move(crafted_steps_);
     crafted_steps_.clear();
+    add_checkpoint_weights(out.witness);
     return;
   } else {
     out.finding_class = FindingClass::InputReached;
@@ -582,6 +591,15 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
   if (weights_changed_)
     for (ValueId id : stepped_weights_) out.witness.weights[g_.value(id).name] = ex_->value(id);
+  add_checkpoint_weights(out.witness);
+}
+
+// A run resumed from a checkpoint replays on the model's own file: the witness carries the checkpoint's weights
+// (as they were at the trigger) wherever it does not hold them already.
+void TargetSearch::add_checkpoint_weights(Witness& w) const {
+  if (!checkpoint_) return;
+  for (const auto& [name, t] : checkpoint_->weights)
+    if (!w.weights.count(name)) w.weights[name] = ex_->value(g_.find_value(name));
 }
 
 Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, HazardOutcome& out, bool& fired) {
@@ -630,6 +648,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       out.witness.weights.clear();
       for (size_t i = 0; i < params_.size(); ++i)
         out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
+      add_checkpoint_weights(out.witness);
     }
     fired = true;
     return Status::ok();
@@ -958,7 +977,20 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
 
 }  // namespace
 
-Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
+Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
+  // A manifest's train.checkpoint: the program resumes from the weights it had trained (the model the whole
+  // hunt sees, scan included) and from its optimizer's state (set in each search's setup).
+  std::optional<Checkpoint> checkpoint;
+  std::optional<Graph> resumed;
+  if (!o.manifest.train.checkpoint.empty()) {
+    auto c = read_checkpoint(o.manifest.train.checkpoint);
+    if (!c) return c.error();
+    auto g = with_checkpoint_weights(model, *c);
+    if (!g) return g.error();
+    checkpoint = std::move(c).value();
+    resumed = std::move(g).value();
+  }
+  const Graph& g = resumed ? *resumed : model;
   HuntReport report;
   const auto start = Clock::now();
   report.hazards = find_hazards(g);
@@ -996,7 +1028,7 @@ Result<HuntReport> hunt(const Graph& g, const HuntOptions& o) {
     double shares_left = 0;
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
     const double budget = std::max(0.0, left * plan[i].share / shares_left);
-    TargetSearch search(g, o, report.hazards, *plan[i].site, *data);
+    TargetSearch search(g, o, report.hazards, *plan[i].site, *data, checkpoint ? &*checkpoint : nullptr);
     auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;

@@ -199,6 +199,9 @@ TEST(CliJson, HuntReportWitnessAndReplayAgree) {
   EXPECT_EQ(o.at("hazard"), 1);
   EXPECT_EQ(o.at("triggered"), true);
   EXPECT_EQ(o.at("iterations"), 235);
+  // The study's count (its program counted one ahead: [expect] counter_offset = 1) is its published 236.
+  EXPECT_EQ(j.at("counting"), (json{{"counter_offset", 1}, {"counter_step", 1}}));
+  EXPECT_EQ(o.at("study_count"), 236);
   EXPECT_EQ(o.at("pass"), "monitored forward");
   EXPECT_EQ(o.at("strategy"), "grist");
   EXPECT_EQ(o.at("class"), "input-reached");

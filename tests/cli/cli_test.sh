@@ -129,6 +129,14 @@ expect "hunt: --time-limit 0" 2 "--time-limit 0: expected a positive time" -- "$
 expect "hunt: --target names no hazard" 2 "--target '/Nope' names no hazard of the model \(hazards: #1 Log '/Log'" -- "$GRIST" hunt "$M/logreg_toy.toml" --target /Nope -q
 expect "hunt: a missing experiments.conf" 2 "nonexistent.conf: cannot open file" -- "$GRIST" hunt "$M/logreg_toy.toml" --conf "$TMP/nonexistent.conf"
 expect "hunt: a missing --manifest" 2 "nonexistent.toml: cannot open file" -- "$GRIST" hunt "$M/mlp.onnx" --manifest "$TMP/nonexistent.toml"
+# train.checkpoint: scan and run resume from its weights, a bad one is an error, fix refuses it (not yet).
+sed -e "s|^model = .*|model = \"$M/logreg_toy.onnx\"|" -e 's|^batch = "monitored"|&\ncheckpoint = "ckpt.npz"|' "$M/logreg_toy.toml" >"$TMP/ckpt.toml"
+/usr/bin/python3 -c "import numpy as np; np.savez('$TMP/ckpt.npz', **{'weight:W': np.zeros((2, 1), np.float32), 'optimizer.steps': np.int64(0)})"
+expect "scan resumes from the manifest's checkpoint" 1 "2 hazards" -- "$GRIST" scan "$TMP/ckpt.toml"
+expect "run resumes from the manifest's checkpoint" 0 "every value finite" -- "$GRIST" run "$TMP/ckpt.toml"
+expect "fix refuses a checkpoint for now" 2 "train.checkpoint is not supported by grist fix yet" -- "$GRIST" fix "$TMP/ckpt.toml"
+/usr/bin/python3 -c "import numpy as np; np.savez('$TMP/ckpt.npz', **{'weight:W': np.zeros((2,), np.float32)})"
+expect "a checkpoint that does not fit is an error" 2 "ckpt.npz: weight:W is float32 \[2\], but the model's is float32 \[2, 1\]" -- "$GRIST" hunt "$TMP/ckpt.toml" -q --no-witness
 expect "hunt: --weights-after beyond 1" 2 "--weights-after" -- "$GRIST" hunt "$M/logreg_toy.toml" --weights-after 2
 expect "replay: no witness" 2 "witness is required" -- "$GRIST" replay
 echo '{"a": 1}' >"$TMP/other.json"

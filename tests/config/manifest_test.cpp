@@ -25,7 +25,12 @@ loss = "cost"
 [inputs.x]
 role = "data"
 source = "fashion-mnist:train-images"
+rows = [5000, 60000]
 scale = 0.5
+offset = -1.0
+mean = [0.5, 0.25, 0.125]
+std = 2.0
+channel_axis = -1
 range = [-1.0, 2.0]
 dtype = "float64"
 
@@ -73,6 +78,7 @@ weight_decay = 0.01
 params = ["fc.weight", "fc.bias"]
 batch = "monitored"
 dropout = false
+checkpoint = "ckpt/step3.npz"
 
 [monitor]
 dropout = true
@@ -121,7 +127,14 @@ counter_step = 2
   EXPECT_EQ(x.role, InputRole::Data);
   EXPECT_EQ(x.source, InputSource::FashionMnist);
   EXPECT_EQ(x.file, "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz");
+  EXPECT_EQ(x.row_begin, 5000);
+  EXPECT_EQ(x.row_end, 60000);
   EXPECT_EQ(x.scale, 0.5);
+  EXPECT_EQ(x.offset, -1.0);
+  EXPECT_EQ(x.mean, (std::vector<double>{0.5, 0.25, 0.125}));
+  EXPECT_EQ(x.std, (std::vector<double>{2.0}));  // a scalar: every channel alike
+  EXPECT_EQ(x.channel_axis, -1);
+  EXPECT_EQ(x.preprocess(4, 1), ((4 * 0.5 - 1) - 0.25) / 2);
   EXPECT_EQ(x.range, ClipRange::Explicit);
   EXPECT_EQ(x.lo, -1.0);
   EXPECT_EQ(x.hi, 2.0);
@@ -130,6 +143,10 @@ counter_step = 2
   EXPECT_EQ(y.role, InputRole::Label);
   EXPECT_EQ(y.file, "/usr/share/datasets/fashion-mnist/test-labels-idx1-ubyte.gz");
   EXPECT_EQ(y.one_hot, 10);
+  EXPECT_EQ(y.row_end, -1);  // every row
+  EXPECT_EQ(y.offset, 0.0);
+  EXPECT_TRUE(y.mean.empty());
+  EXPECT_EQ(y.channel_axis, 1);
   EXPECT_EQ(y.range, ClipRange::None);
   const InputSpec& z = m->inputs.at("z");
   EXPECT_EQ(z.role, InputRole::Fixed);
@@ -172,6 +189,7 @@ counter_step = 2
   EXPECT_EQ(t.params, (std::vector<std::string>{"fc.weight", "fc.bias"}));
   EXPECT_FALSE(t.on_updated_batch);
   EXPECT_FALSE(t.dropout);
+  EXPECT_EQ(t.checkpoint, dir.path("ckpt/step3.npz"));  // beside the manifest
   EXPECT_TRUE(m->monitor_dropout);
   EXPECT_TRUE(m->ftz);
 
@@ -281,9 +299,29 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
       {model + "[inputs.x]\nsource = \"csv:file.csv\"\n", "key 'inputs.x.source': unknown source 'csv:file.csv'"},
       {model + "[inputs.x]\nuniform = [2.0, 1.0]\n", "key 'inputs.x.uniform': needs LO < HI"},
       {model + "[inputs.x]\nuniform = [1.0]\n", "key 'inputs.x.uniform': must be a pair [LO, HI]"},
+      {model + "[inputs.x]\nsource = \"normal\"\nnormal = [0.0, -1.0]\n", "key 'inputs.x.normal': needs STD > 0"},
       {model + "[inputs.x]\nsource = \"normal\"\nnormal = [0.0, \"s\"]\n",
        "key 'inputs.x.normal': must hold two numbers"},
       {model + "[inputs.x]\nscale = \"big\"\n", "key 'inputs.x.scale': must be a number"},
+      {model + "[inputs.x]\nsource = \"npy:a.npy\"\nrows = [5, 5]\n", "key 'inputs.x.rows': needs 0 <= BEGIN < END"},
+      {model + "[inputs.x]\nsource = \"npy:a.npy\"\nrows = [-1, 5]\n", "key 'inputs.x.rows': needs 0 <= BEGIN < END"},
+      {model + "[inputs.x]\nsource = \"npy:a.npy\"\nrows = [0.5, 5]\n", "key 'inputs.x.rows': must be a pair of row"},
+      {model + "[inputs.x]\nsource = \"npy:a.npy\"\nrows = 5\n", "key 'inputs.x.rows': must be a pair of row"},
+      {model + "[inputs.x]\nrows = [0, 5]\n", "key 'inputs.x.rows': needs rows to choose from"},
+      {model + "[inputs.x]\noffset = \"one\"\n", "key 'inputs.x.offset': must be a number"},
+      {model + "[inputs.x]\noffset = nan\n", "key 'inputs.x.offset': must be finite"},
+      {model + "[inputs.x]\nscale = inf\n", "key 'inputs.x.scale': must be finite"},
+      {model + "[inputs.x]\nmean = []\n", "key 'inputs.x.mean': must be a number or a non-empty list"},
+      {model + "[inputs.x]\nmean = [0.5, \"a\"]\n", "key 'inputs.x.mean': must be a number or a non-empty list"},
+      {model + "[inputs.x]\nmean = inf\n", "key 'inputs.x.mean': must be finite"},
+      {model + "[inputs.x]\nstd = 0.0\n", "key 'inputs.x.std': 0 is not a positive, finite std"},
+      {model + "[inputs.x]\nstd = [1.0, -2.0]\n", "key 'inputs.x.std': -2 is not a positive, finite std"},
+      {model + "[inputs.x]\nmean = [1.0, 2.0]\nstd = [1.0, 2.0, 3.0]\n",
+       "key 'inputs.x.std': has 3 channels but mean has 2"},
+      {model + "[inputs.x]\nmean = 0.5\nchannel_axis = 1\n",
+       "key 'inputs.x.channel_axis': needs a per-channel mean or std (a list)"},
+      {model + "[inputs.x]\nmean = [0.5, 0.5]\nchannel_axis = 1.0\n",
+       "key 'inputs.x.channel_axis': must be an integer"},
       {model + "[inputs.x]\none_hot = 2.5\n", "key 'inputs.x.one_hot': must be a positive integer"},
       {model + "[inputs.x]\none_hot = -1\n", "key 'inputs.x.one_hot': must be a positive integer"},
       {model + "[inputs.x]\ndtype = \"float16\"\n", "key 'inputs.x.dtype': unknown dtype 'float16'"},
@@ -353,6 +391,52 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
     ++refused;
   }
   EXPECT_EQ(refused, static_cast<int>(std::size(cases)));
+}
+
+// Keys that would be read and then ignored are refused, naming the key: a manifest does what it says.
+TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
+  const std::string model = "model = \"m.onnx\"\n";
+  const std::string train = model + "loss = \"l\"\n[train]\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {model + "[inputs.x]\nsource = \"npy:a.npy\"\nuniform = [0.0, 2.0]\n",
+       "key 'inputs.x.uniform': is only read with source = \"uniform\" (this input's source is 'npy:a.npy')"},
+      {model + "[inputs.x]\nsource = \"uniform\"\nnormal = [0.0, 2.0]\n",
+       "key 'inputs.x.normal': is only read with source = \"normal\""},
+      {model + "[inputs.x]\nsource = \"npz:a.npz:k\"\nvalues = [1.0]\n",
+       "key 'inputs.x.values': is only read with source = \"values\""},
+      {model + "[inputs.y]\nrole = \"label\"\none_hot = 10\n",
+       "key 'inputs.y.one_hot': needs integer labels from a source (values, a file or a data set), not random"},
+      {model + "[inputs.x]\nrole = \"data\"\nredraw = true\n",
+       "key 'inputs.x.redraw': a data input is the searched tensor: a fresh draw every iteration would undo each step"},
+      {model + "[train]\nlr = 0.1\n", "key 'train.lr': nothing trains (no optimizer)"},
+      {model + "[train]\ncheckpoint = \"c.npz\"\n", "key 'train.checkpoint': nothing trains (no optimizer)"},
+      {model + "loss = \"l\"\n[train]\noptimizer = \"none\"\nbatch = \"monitored\"\n",
+       "key 'train.batch': nothing trains (no optimizer)"},
+      {train + "optimizer = \"adam\"\nmomentum = 0.9\n",
+       "key 'train.momentum': Adam has no momentum (it reads: lr, weight_decay, beta1, beta2, epsilon)"},
+      {train + "optimizer = \"sgd\"\nepsilon = 1e-8\n", "key 'train.epsilon': SGD has no epsilon"},
+      {train + "optimizer = \"sgd\"\nbeta1 = 0.5\n", "key 'train.beta1': SGD has no beta1"},
+      {train + "optimizer = \"adagrad\"\ndecay = 0.9\n", "key 'train.decay': Adagrad has no decay"},
+      {train + "optimizer = \"rmsprop\"\nnesterov = true\n", "key 'train.nesterov': RMSProp has no nesterov"},
+      {train + "optimizer = \"adam\"\ncentered = true\n", "key 'train.centered': Adam has no centered"},
+      {train + "optimizer = \"sgd\"\nnesterov = true\n",
+       "key 'train.nesterov': needs a momentum (Nesterov's step is a momentum step)"},
+  };
+  for (const auto& [toml, expected] : cases) {
+    ScratchDir dir;
+    auto m = read(dir, toml);
+    ASSERT_FALSE(m) << "accepted:\n" << toml;
+    EXPECT_NE(m.message().find(expected), std::string::npos) << "got:  " << m.message() << "\nwant: " << expected;
+  }
+  // What each rule does read stays accepted.
+  ScratchDir dir;
+  for (const std::string& ok : {train + "optimizer = \"sgd\"\nmomentum = 0.9\nnesterov = true\nweight_decay = 0.1\n",
+                               train + "optimizer = \"adagrad\"\nepsilon = 1e-10\ninitial_accumulator = 0.1\n",
+                               model + "[inputs.y]\nrole = \"label\"\nvalues = [1.0, 2.0]\none_hot = 3\nredraw = true\n",
+                               model + "[inputs.z]\nrole = \"fixed\"\nsource = \"normal\"\nredraw = true\n"}) {
+    auto m = read(dir, ok);
+    EXPECT_TRUE(m) << m.message();
+  }
 }
 
 // A [batch] table may set the order alone: the size then comes from the model or the command line.

@@ -4,12 +4,15 @@
 #include "data/dataset.h"
 
 #include <algorithm>
+#include <cstring>
+#include <functional>
 #include <numeric>
 #include <set>
 
 #include <gtest/gtest.h>
 
 #include "config/manifest.h"
+#include "data/idx.h"
 #include "data/npy.h"
 #include "data/npz.h"
 #include "data/test_files.h"
@@ -374,6 +377,263 @@ TEST(Dataset, SourcesThatDoNotFitTheModelAreRefused) {
   ASSERT_FALSE(open_d);
   EXPECT_EQ(open_d.message(), "input 'x': its shape [batch, batch] has symbolic dimensions besides the batch; "
                               "give its data in the manifest");
+}
+
+// The whole batch as float64 values, for comparing batches.
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get_as_double(i));
+  return v;
+}
+
+InputSpec values_input(const std::string& name, InputRole role, Tensor values) {
+  InputSpec in;
+  in.name = name;
+  in.role = role;
+  in.source = InputSource::Values;
+  in.values = std::move(values);
+  return in;
+}
+
+// pixel / 127.5 − 1 (scale then offset): the [−1, 1] data of GAN programs; the scan's range is its image.
+TEST(Preprocessing, ScaleThenOffsetMapsPixelsOntoMinusOneToOne) {
+  Graph g = GraphBuilder().input("x", DType::Float32, {-1, 3}).node("Identity", {"x"}, {"o"}).output("o").build();
+  Manifest m;
+  m.shuffle = false;
+  InputSpec x = values_input("x", InputRole::Data, Tensor::from<double>(Shape{1, 3}, {0, 127.5, 255}));
+  x.scale = 1 / 127.5;
+  x.offset = -1;
+  m.inputs["x"] = x;
+  auto d = Dataset::create(m, g, 1, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("x")), (std::vector<double>{-1, 0, 1}));
+  x.source = InputSource::FashionMnist;
+  x.file = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  auto range = source_range(x);
+  ASSERT_TRUE(range) << range.message();
+  ASSERT_TRUE(range->has_value());
+  EXPECT_EQ((*range)->lo, -1.0);
+  EXPECT_EQ((*range)->hi, 1.0);
+  EXPECT_EQ((*range)->why, "Fashion-MNIST pixels after its preprocessing");
+}
+
+// torchvision's Normalize(mean, std) per channel of [N, C, H, W] (axis 1), TensorFlow's NHWC (axis −1), and one
+// scalar for every element; the range is the union of each channel's image of the stored range.
+TEST(Preprocessing, MeanAndStdNormaliseEachChannel) {
+  Graph nchw = GraphBuilder().input("x", DType::Float64, {-1, 2, 2}).node("Identity", {"x"}, {"o"}).output("o")
+                   .build();
+  Manifest m;
+  m.shuffle = false;
+  InputSpec x = values_input("x", InputRole::Data, Tensor::from<double>(Shape{1, 4}, {1, 2, 3, 4}));
+  x.mean = {1, 3};
+  x.std = {0.5, 2};
+  m.inputs["x"] = x;
+  auto d = Dataset::create(m, nchw, 1, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("x")), (std::vector<double>{0, 2, 0, 0.5}));  // channel 0: 1 2; channel 1: 3 4
+  m.inputs["x"].channel_axis = -1;  // channels last: 1 3 | 2 4
+  d = Dataset::create(m, nchw, 1, 0);
+  ASSERT_TRUE(d) << d.message();
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("x")), (std::vector<double>{0, -0.5, 4, 0.5}));
+  m.inputs["x"].mean = {2};  // a scalar mean with per-channel std
+  d = Dataset::create(m, nchw, 1, 0);
+  ASSERT_TRUE(d) << d.message();
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("x")), (std::vector<double>{-2, 0, 2, 1}));
+
+  auto range = source_range(x);  // stored [1, 4]: channel 0 → [0, 6], channel 1 → [−1, 0.5]
+  ASSERT_TRUE(range) << range.message();
+  EXPECT_EQ((*range)->lo, -1.0);
+  EXPECT_EQ((*range)->hi, 6.0);
+  EXPECT_EQ((*range)->why, "manifest values after its preprocessing");
+
+  // Contradictions with the model's shape, one line naming the key.
+  const std::pair<std::function<void(InputSpec&)>, std::string> bad[] = {
+      {[](InputSpec& in) { in.mean = {1, 2, 3}; },
+       "input 'x': mean has 3 values (one a channel), but axis 1 of the model input has 2"},
+      {[](InputSpec& in) { in.std = {1, 2, 3}; },
+       "input 'x': std has 3 values (one a channel), but axis 1 of the model input has 2"},
+      {[](InputSpec& in) { in.channel_axis = 0; }, "input 'x': channel_axis = 0 is the batch axis"},
+      {[](InputSpec& in) { in.channel_axis = 3; },
+       "input 'x': channel_axis = 3 is not an axis of the model input (rank 3)"},
+  };
+  for (const auto& [change, expected] : bad) {
+    Manifest broken = m;
+    broken.inputs["x"] = x;
+    change(broken.inputs["x"]);
+    auto fails = Dataset::create(broken, nchw, 1, 0);
+    ASSERT_FALSE(fails) << expected;
+    EXPECT_EQ(fails.message(), expected);
+  }
+}
+
+// `rows = [BEGIN, END]`: only those rows are samples (TensorFlow's MNIST split: rows 5000–59999 train), data and
+// labels alike; the scan's hull is the subset's.
+TEST(Preprocessing, ARowSubsetIsThePoolAndItsHull) {
+  Graph g = xy_model();
+  Manifest m = five_rows(false);
+  for (auto& [name, in] : m.inputs) in.row_begin = 1, in.row_end = 4;
+  auto d = Dataset::create(m, g, 2, 0);
+  ASSERT_TRUE(d) << d.message();
+  EXPECT_EQ(d->pool_size(), 3);
+  Batch b;
+  std::vector<int64_t> seen;
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(d->next_batch(b));
+    for (int64_t r : rows_of(b)) seen.push_back(r);
+  }
+  EXPECT_EQ(seen, (std::vector<int64_t>{1, 2, 3, 1, 2, 3}));
+  auto range = source_range(m.inputs["x"]);
+  ASSERT_TRUE(range) << range.message();
+  EXPECT_EQ((*range)->lo, 10.0);
+  EXPECT_EQ((*range)->hi, 31.0);
+
+  m.inputs["x"].row_end = 6;
+  auto past = Dataset::create(m, g, 2, 0);
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.message(), "input 'x': rows = [1, 6] reaches past the 5 rows of its source");
+  auto past_range = source_range(m.inputs["x"]);
+  ASSERT_FALSE(past_range);
+  EXPECT_EQ(past_range.message(), past.message());
+  m.inputs["x"].row_end = 3;  // 2 rows of data for 3 of labels
+  auto unpaired = Dataset::create(m, g, 2, 0);
+  ASSERT_FALSE(unpaired);
+  EXPECT_NE(unpaired.message().find("its source has 3 rows but another data/label input has 2"), std::string::npos)
+      << unpaired.message();
+}
+
+// One-hot labels, then their preprocessing (label smoothing's 0.9 + 0.1/C is scale and offset): the range follows.
+TEST(Preprocessing, OneHotLabelsArePreprocessedAndSoIsTheirRange) {
+  Graph g = GraphBuilder().input("y", DType::Float32, {-1, 4}).node("Identity", {"y"}, {"o"}).output("o").build();
+  Manifest m;
+  m.shuffle = false;
+  InputSpec y = values_input("y", InputRole::Label, Tensor::from<double>(Shape{1}, {2}));
+  y.one_hot = 4;
+  y.scale = 0.5;
+  y.offset = 0.125;
+  m.inputs["y"] = y;
+  auto d = Dataset::create(m, g, 1, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("y")), (std::vector<double>{0.125, 0.125, 0.625, 0.125}));
+  auto range = source_range(y);
+  ASSERT_TRUE(range) << range.message();
+  EXPECT_EQ((*range)->lo, 0.125);
+  EXPECT_EQ((*range)->hi, 0.625);
+}
+
+// Rows are kept as stored (uint8 pixels, 1 byte each) and converted per batch: the batches are the very bytes
+// the same rows give as float64 values, preprocessing and shuffling included.
+TEST(StoredRows, Uint8RowsGiveTheBatchesOfTheirFloatValues) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {-1, 1, 28, 28})
+                .input("y", DType::Float32, {-1, 10})
+                .node("Identity", {"x"}, {"o"})
+                .output("o")
+                .build();
+  InputSpec x;
+  x.name = "x";
+  x.role = InputRole::Data;
+  x.source = InputSource::FashionMnist;
+  x.file = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  x.row_begin = 1000, x.row_end = 3000;
+  x.scale = 1.0 / 255;
+  x.offset = -0.1;
+  x.mean = {0.2860};
+  x.std = {0.3530};
+  InputSpec y;
+  y.name = "y";
+  y.role = InputRole::Label;
+  y.source = InputSource::FashionMnist;
+  y.file = "/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz";
+  y.row_begin = 1000, y.row_end = 3000;
+  y.one_hot = 10;
+  y.scale = 0.9;
+  Manifest stored;
+  stored.inputs = {{"x", x}, {"y", y}};
+  // The float path: the same rows, read and converted to float64 up front, as inline values.
+  Manifest as_float = stored;
+  for (auto& [name, in] : as_float.inputs) {
+    auto t = read_idx(in.file);
+    ASSERT_TRUE(t) << t.message() << " (install Debian's dataset-fashion-mnist)";
+    ASSERT_EQ(t->dtype(), DType::UInt8);
+    in.source = InputSource::Values;
+    cast_tensor(*t, DType::Float64, in.values);
+  }
+  auto a = Dataset::create(stored, g, 64, 9);
+  auto b = Dataset::create(as_float, g, 64, 9);
+  ASSERT_TRUE(a) << a.message();
+  ASSERT_TRUE(b) << b.message();
+  EXPECT_EQ(a->pool_size(), 2000);
+  Batch ba, bb;
+  for (int k = 0; k < 40; ++k) {  // 2,560 rows: past the first epoch's reshuffle
+    ASSERT_TRUE(a->next_batch(ba));
+    ASSERT_TRUE(b->next_batch(bb));
+    for (const char* name : {"x", "y"}) {
+      ASSERT_EQ(ba.at(name).shape(), bb.at(name).shape());
+      ASSERT_EQ(ba.at(name).dtype(), DType::Float32);
+      EXPECT_EQ(std::memcmp(ba.at(name).raw(), bb.at(name).raw(), ba.at(name).nbytes()), 0)
+          << name << " differs at batch " << k;
+    }
+  }
+  EXPECT_NE(values_of(ba.at("x")), std::vector<double>(64 * 784, ba.at("x").get_as_double(0)));  // not constant
+}
+
+// A fixed input redrawn from rows advances one batch per redraw, in step with the other redrawn fixed inputs,
+// on a sequence of its own: the data and label rows (and their switching) go on as if it were not there.
+TEST(FixedRedraw, RowsAdvanceABatchPerRedrawApartFromTheData) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {-1, 2})
+                .input("y", DType::Int64, {-1})
+                .input("s1", DType::Float32, {-1})
+                .input("s2", DType::Float32, {-1})
+                .node("Identity", {"x"}, {"o"})
+                .output("o")
+                .build();
+  Manifest plain = five_rows(false);
+  Manifest m = plain;
+  m.inputs["s1"] = values_input("s1", InputRole::Fixed, Tensor::from<double>(Shape{6}, {0, 1, 2, 3, 4, 5}));
+  m.inputs["s2"] = values_input("s2", InputRole::Fixed, Tensor::from<double>(Shape{6}, {0, 10, 20, 30, 40, 50}));
+  m.inputs["s1"].redraw = m.inputs["s2"].redraw = true;
+  auto d = Dataset::create(m, g, 2, 0);
+  ASSERT_TRUE(d) << d.message();
+  Batch b;
+  ASSERT_TRUE(d->next_batch(b));
+  EXPECT_EQ(values_of(b.at("s1")), (std::vector<double>{0, 1}));  // the first batch of its rows
+  const std::vector<std::vector<double>> expected = {{2, 3}, {4, 5}, {0, 1}, {2, 3}};
+  for (const auto& want : expected) {
+    ASSERT_TRUE(d->redraw(b));
+    EXPECT_EQ(values_of(b.at("s1")), want);
+    std::vector<double> tens;
+    for (double v : want) tens.push_back(10 * v);
+    EXPECT_EQ(values_of(b.at("s2")), tens);  // in step
+    EXPECT_EQ(rows_of(b), (std::vector<int64_t>{0, 1})) << "the redraw moved the data";
+  }
+  Batch next;
+  ASSERT_TRUE(d->next_batch(next));  // a fresh batch (switching) keeps the fixed input's current rows
+  EXPECT_EQ(values_of(next.at("s1")), (std::vector<double>{2, 3}));
+  EXPECT_EQ(rows_of(next), (std::vector<int64_t>{2, 3}));  // the data's next rows, as without s1 and s2
+
+  m.inputs["s2"].values = Tensor::from<double>(Shape{4}, {0, 10, 20, 30});
+  auto unpaired = Dataset::create(m, g, 2, 0);
+  ASSERT_FALSE(unpaired);
+  EXPECT_EQ(unpaired.message(), "input 's2': its source has 4 rows but another redrawn fixed input has 6; they are "
+                                "drawn together and must pair up");
+  // Without a batch dimension there are no rows to draw: refused rather than ignored.
+  Graph flat = GraphBuilder().input("bias", DType::Float32, {2}).node("Identity", {"bias"}, {"o"}).output("o").build();
+  Manifest fixed_values;
+  fixed_values.inputs["bias"] = values_input("bias", InputRole::Fixed, Tensor::from<double>(Shape{2}, {1, 2}));
+  fixed_values.inputs["bias"].redraw = true;
+  auto refused = Dataset::create(fixed_values, flat, 2, 0);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.message(), "input 'bias': redraw = true, but the model input has no batch dimension to draw rows "
+                               "for (its values are one fixed tensor)");
 }
 
 // Without a manifest an integer input is a label in [0, 10) — unless it is a loss's target: then it takes the
