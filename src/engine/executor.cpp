@@ -12,6 +12,7 @@
 
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
+#include "tensor/half_tensor.h"
 
 namespace grist {
 
@@ -44,6 +45,79 @@ Error too_large(const Node& node, const TensorTooLarge& e) {
   };
   return Error{fmt::format("node '{}' ({}): a {} tensor {} needs {}, more than this machine's memory ({})", node.name,
                            node.op_type, dtype_name(e.dtype), e.shape.str(), human(e.bytes), human(e.limit))};
+}
+
+// Half inputs are computed on as PyTorch's CPU kernels do: widened to float32, the float32 kernel run, each
+// float result rounded once to the half type. One mechanism for every op, forward and backward alike.
+//
+// The float32 scratch lives in NodeArgs::edge_grad past its first inputs.size() entries, kept across passes
+// so the steady state allocates nothing. TODO(merge): named NodeArgs members (this keeps executor.h, which
+// many files include, unchanged).
+struct HalfScratch {
+  std::vector<Tensor>& t;
+  size_t ni, no;
+  Tensor& wide_in(size_t i) { return t[ni + i]; }
+  Tensor& wide_grad_in(size_t i) { return t[2 * ni + i]; }
+  Tensor& wide_out(size_t o) { return t[3 * ni + o]; }
+  Tensor& wide_grad_out(size_t o) { return t[3 * ni + no + o]; }
+};
+
+// The half type a node computes in: that of its first float16/bfloat16 input; Undefined when it has none or
+// converts half tensors itself (casts; constants only copy their attribute's bytes).
+DType node_half_type(const Node& node, std::span<const Tensor* const> inputs) {
+  if (node.domain.empty() && (node.op_type == "Cast" || node.op_type == "CastLike" || node.op_type == "Constant" ||
+                              node.op_type == "ConstantOfShape"))
+    return DType::Undefined;
+  for (const Tensor* x : inputs)
+    if (x && is_half(x->dtype())) return x->dtype();
+  return DType::Undefined;
+}
+
+// Points the kernel at float32 copies of the half inputs and at float32 scratch outputs.
+void widen_forward_args(HalfScratch h, std::span<const Tensor*> in, std::span<Tensor*> out) {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] && is_half(in[i]->dtype())) {
+      widen_half(*in[i], h.wide_in(i));
+      in[i] = &h.wide_in(i);
+    }
+  for (size_t o = 0; o < out.size(); ++o)
+    if (out[o]) out[o] = &h.wide_out(o);
+}
+
+// Rounds each float32 result to the half type into the graph's value (the scratch too: backward reads it as
+// the output). An op whose output type is an attribute (EyeLike's, RandomNormalLike's dtype) keeps the type it
+// made unless the model declares the output half; so do non-float results (Shape, ArgMax, comparisons).
+void narrow_forward_outputs(HalfScratch h, DType half, const Graph& g, const Node& node, std::vector<Tensor>& values) {
+  const bool typed_by_attribute = node.has_attr("dtype");
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o] == kNoValue) continue;
+    Tensor& wide = h.wide_out(o);
+    Tensor& value = values[static_cast<size_t>(node.outputs[o])];
+    const DType declared = g.value(node.outputs[o]).dtype;
+    DType target = DType::Undefined;
+    if (is_half(declared)) target = declared;
+    else if (declared == DType::Undefined && !typed_by_attribute) target = half;
+    if (wide.dtype() == DType::Float32 && target != DType::Undefined) narrow_to_half(wide, target, value);
+    else value.copy_from(wide);
+  }
+}
+
+// Backward: the forward's widened inputs and rounded outputs, the gradients widened, the kernel's input
+// gradients written to float32 scratch (narrow_backward_grads rounds them to where they belong).
+void widen_backward_args(HalfScratch h, std::span<const Tensor*> in, std::span<const Tensor*> out,
+                         std::span<const Tensor*> grad_out, std::span<Tensor*> grad_in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i] || !is_half(in[i]->dtype())) continue;
+    in[i] = &h.wide_in(i);
+    if (grad_in[i]) grad_in[i] = &h.wide_grad_in(i);
+  }
+  for (size_t o = 0; o < out.size(); ++o) {
+    if (out[o]) out[o] = &h.wide_out(o);
+    if (grad_out[o] && is_half(grad_out[o]->dtype())) {
+      widen_half(*grad_out[o], h.wide_grad_out(o));
+      grad_out[o] = &h.wide_grad_out(o);
+    }
+  }
 }
 
 }  // namespace
@@ -84,7 +158,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     a.out_const.resize(node.outputs.size());
     a.grad_out.resize(node.outputs.size());
     a.grad_in.resize(node.inputs.size());
-    a.edge_grad.resize(node.inputs.size());
+    // Past the per-input edge gradients, the float32 scratch of a node run on half inputs (HalfScratch).
+    a.edge_grad.resize(3 * node.inputs.size() + 2 * node.outputs.size());
   }
   return ex;
 }
@@ -98,8 +173,10 @@ Status Executor::set_input(const std::string& name, const Tensor& t) {
 Status Executor::set_input(ValueId id, const Tensor& t) {
   const Value& v = graph_->value(id);
   GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
-  GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype(), "input '{}' expects {} data, got {}", v.name,
-              dtype_name(v.dtype), dtype_name(t.dtype()));
+  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type here.
+  const bool rounded = v.dtype == kBFloat16 && t.dtype() == DType::Float32;
+  GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype() || rounded, "input '{}' expects {} data, got {}",
+              v.name, dtype_name(v.dtype), dtype_name(t.dtype()));
   if (v.shape) {
     GRIST_CHECK(static_cast<int>(v.shape->size()) == t.rank(), "input '{}' expects rank {}, got shape {}", v.name,
                 v.shape->size(), t.shape().str());
@@ -109,7 +186,8 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
                   v.name, d, dim.size, t.shape().str());
     }
   }
-  values_[static_cast<size_t>(id)] = t;
+  if (rounded) cast_tensor(t, kBFloat16, values_[static_cast<size_t>(id)]);
+  else values_[static_cast<size_t>(id)] = t;
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
   return Status::ok();
@@ -174,10 +252,14 @@ Status Executor::forward() {
       ValueId out = node.outputs[o];
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
     }
+    const DType half = node_half_type(node, a.in);
+    HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+    if (half != DType::Undefined) widen_forward_args(scratch, a.in, a.out);
     ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
     Status st;
     try {
       st = ops_[n]->forward(ctx);
+      if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
     } catch (const TensorTooLarge& e) {
       return too_large(node, e);
     }
@@ -195,6 +277,8 @@ Status Executor::backward(ValueId loss, std::span<const ValueId> wrt) {
   GRIST_CHECK(is_float(l.dtype()), "backward: the loss '{}' is not a float tensor", graph_->value(loss).name);
   Tensor& ones = loss_seed_;
   ones.resize(l.dtype(), l.shape());
+  if (l.dtype() == DType::Float16) std::fill_n(ones.data<Half>(), ones.numel(), to_half(1.0f));
+  if (l.dtype() == kBFloat16) std::fill_n(ones.data<BFloat16>(), ones.numel(), to_bfloat16(1.0f));
   dispatch_float(l.dtype(), [&](auto tag) {
     using T = decltype(tag);
     std::fill_n(ones.data<T>(), ones.numel(), T(1));
@@ -349,10 +433,24 @@ Status Executor::run_node_backward(size_t n) {
     a.grad_in[i] = sole_reader ? &grads_[static_cast<size_t>(in)] : &a.edge_grad[i];
   }
   if (!any_in) return Status::ok();
+  // The forward's inputs are unchanged since, so this is the half type it computed in.
+  const DType half = node_half_type(node, a.in);
+  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  if (half != DType::Undefined) widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
   BackwardContext ctx{node, a.in, a.out_const, a.grad_out, a.grad_in, states_[n]};
   Status st;
   try {
     st = op->backward(ctx);
+    if (st && half != DType::Undefined) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (a.grad_in[i] != &scratch.wide_grad_in(i)) continue;
+        // Where the gradient goes had the kernel computed in half: the value's own, or this edge's.
+        const auto vid = static_cast<size_t>(node.inputs[i]);
+        Tensor* target = g.value(node.inputs[i]).consumers.size() == 1 ? &grads_[vid] : &a.edge_grad[i];
+        narrow_to_half(scratch.wide_grad_in(i), values_[vid].dtype(), *target);
+        a.grad_in[i] = target;
+      }
+    }
   } catch (const TensorTooLarge& e) {
     return too_large(node, e);
   }
@@ -381,6 +479,8 @@ Status Executor::run_node_backward(size_t n) {
       Tensor& acc = grads_[vid];
       if (!has_grad_[vid]) {
         acc.copy_from(*gi);
+      } else if (is_half(acc.dtype())) {
+        add_in_half(*gi, acc);
       } else {
         dispatch_float(acc.dtype(), [&](auto tag) {
           using T = decltype(tag);
