@@ -11,6 +11,7 @@
 #endif
 
 #include "ops/kernel_util.h"
+#include "engine/autocast.h"
 #include "ops/registry.h"
 #include "tensor/half_tensor.h"
 
@@ -137,6 +138,7 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.finite_.assign(nv, 1);
   ex.dirty_.assign(nv, 1);
   ex.is_set_.assign(nv, 0);
+  ex.in_format_.assign(nv, 0);
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
   ex.grad_finite_.assign(nv, 1);
@@ -223,18 +225,21 @@ Status Executor::forward() {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
   forward_event_ = {};
-  if (options_.scan_nonfinite) {
-    for (ValueId id : g.inputs) {
-      auto i = static_cast<size_t>(id);
-      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
-      dirty_[i] = 0;
-    }
-    for (ValueId id : g.initializers) {
-      auto i = static_cast<size_t>(id);
-      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
-      dirty_[i] = 0;
-    }
-  }
+  // Inputs and weights changed since the last pass are rounded to the simulated precision (autocast keeps them
+  // in float32), then scanned.
+  const DType format = precision_format(options_.precision);
+  const bool autocast = is_autocast(options_.precision);
+  auto refresh = [&](ValueId id) {
+    auto i = static_cast<size_t>(id);
+    if (!dirty_[i]) return;
+    if (!autocast) round_to_format(format, values_[i]);  // idempotent: a value left dirty is rounded again
+    in_format_[i] = format != DType::Undefined && !autocast;
+    if (!options_.scan_nonfinite) return;  // stays dirty, so a scan turned on later still looks at it
+    finite_[i] = all_finite(values_[i]);
+    dirty_[i] = 0;
+  };
+  for (ValueId id : g.inputs) refresh(id);
+  for (ValueId id : g.initializers) refresh(id);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     auto& a = args_[n];
@@ -255,11 +260,21 @@ Status Executor::forward() {
     const DType half = node_half_type(node, a.in);
     HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
     if (half != DType::Undefined) widen_forward_args(scratch, a.in, a.out);
+    const bool simulated = format != DType::Undefined && half == DType::Undefined;
+    if (simulated && autocast) cast_autocast_inputs(n, format);
     ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
     Status st;
     try {
       st = ops_[n]->forward(ctx);
       if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
+      if (st && simulated) {
+        const bool rounded = !autocast || autocast_output_in_format(n);
+        for (ValueId out : node.outputs) {
+          if (out == kNoValue) continue;
+          if (rounded) round_to_format(format, values_[static_cast<size_t>(out)]);
+          in_format_[static_cast<size_t>(out)] = rounded;
+        }
+      }
     } catch (const TensorTooLarge& e) {
       return too_large(node, e);
     }
@@ -269,6 +284,48 @@ Status Executor::forward() {
     if (options_.scan_nonfinite) note_forward_nonfinite(n);
   }
   return Status::ok();
+}
+
+// amp-*: a LowerPrecision op (autocast.h) reads its float32 inputs cast to the format: rounded copies, in the
+// node's scratch, of every input not already holding the format's values.
+void Executor::cast_autocast_inputs(size_t n, DType format) {
+  const Node& node = graph_->nodes[n];
+  if (!node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision) return;
+  auto& a = args_[n];
+  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const auto in = static_cast<size_t>(node.inputs[i]);
+    if (node.inputs[i] == kNoValue || values_[in].dtype() != DType::Float32 || in_format_[in]) continue;
+    Tensor& cast = scratch.wide_in(i);
+    cast.copy_from(values_[in]);
+    round_to_format(format, cast);
+    a.in[i] = &cast;
+  }
+}
+
+// amp-*: whether a node's float results are in the format: always for LowerPrecision ops, never for Float32
+// ones; Promote: when every float input is; Follow (PyTorch's type promotion): when some float input is and
+// every other is a weight or constant (in an export those stand for what PyTorch computes inside one op, as the
+// bias of a linear layer split into MatMul and Add).
+bool Executor::autocast_output_in_format(size_t n) const {
+  const Node& node = graph_->nodes[n];
+  const AutocastRule rule = node.domain.empty() ? autocast_rule(node.op_type) : AutocastRule::Follow;
+  if (rule == AutocastRule::LowerPrecision) return true;
+  if (rule == AutocastRule::Float32) return false;
+  bool any = false, all = true, others_constant = true;
+  for (ValueId in : node.inputs) {
+    if (in == kNoValue || values_[static_cast<size_t>(in)].dtype() != DType::Float32) continue;
+    if (in_format_[static_cast<size_t>(in)]) {
+      any = true;
+      continue;
+    }
+    all = false;
+    const Value& v = graph_->value(in);
+    const bool constant = v.kind == ValueKind::Initializer ||
+                          (v.producer >= 0 && graph_->nodes[static_cast<size_t>(v.producer)].op_type == "Constant");
+    others_constant = others_constant && constant;
+  }
+  return rule == AutocastRule::Promote ? any && all : any && others_constant;
 }
 
 Status Executor::backward(ValueId loss, std::span<const ValueId> wrt) {
@@ -437,6 +494,9 @@ Status Executor::run_node_backward(size_t n) {
   const DType half = node_half_type(node, a.in);
   HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
   if (half != DType::Undefined) widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
+  const DType format = half == DType::Undefined ? precision_format(options_.precision) : DType::Undefined;
+  const bool autocast = is_autocast(options_.precision);
+  if (format != DType::Undefined && autocast) cast_autocast_inputs(n, format);  // as the forward saw them
   BackwardContext ctx{node, a.in, a.out_const, a.grad_out, a.grad_in, states_[n]};
   Status st;
   try {
@@ -461,6 +521,10 @@ Status Executor::run_node_backward(size_t n) {
     if (!gi) continue;
     auto vid = static_cast<size_t>(node.inputs[i]);
     const Tensor& x = values_[vid];
+    // A gradient is in the format where its value is, or where autocast cast the value into the format.
+    const bool grad_in_format = format != DType::Undefined &&
+                                (!autocast || in_format_[vid] || a.in[i] == &scratch.wide_in(i));
+    if (grad_in_format) round_to_format(format, *gi);
     GRIST_CHECK(gi->dtype() == x.dtype() && gi->shape() == x.shape(),
                 "internal: the gradient of node '{}' ({}) for input {} is {} {}, expected {} {}", node.name,
                 node.op_type, i, dtype_name(gi->dtype()), gi->shape().str(), dtype_name(x.dtype()), x.shape().str());
@@ -487,6 +551,7 @@ Status Executor::run_node_backward(size_t n) {
           using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
           Eigen::Map<Arr>(acc.data<T>(), acc.numel()) += Eigen::Map<const Arr>(gi->data<T>(), gi->numel());
         });
+        if (format != DType::Undefined && (!autocast || in_format_[vid])) round_to_format(format, acc);
       }
     }
     has_grad_[vid] = 1;

@@ -1,5 +1,6 @@
 // Nodes on float16/bfloat16 tensors: computed in float32 and rounded once to the half type (PyTorch's CPU
-// rule), forward and backward; non-float results and casts keep their types; no allocation once warm.
+// rule), forward and backward; non-float results and casts keep their types; no allocation once warm. And
+// --precision for float32 models: fp16/bf16 round everything, amp-* what autocast computes in the format.
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -160,6 +161,136 @@ TEST(HalfExecutor, SteadyStateIterationsAllocateNothing) {
   iterate();
   iterate();
   ASSERT_EQ(ex.grad(g.find_value("w"))->dtype(), DType::Float16);
+  const uint64_t before = Tensor::allocation_count();
+  for (int i = 0; i < 10; ++i) iterate();
+  EXPECT_EQ(Tensor::allocation_count(), before);
+}
+
+// --precision for float32 models: values stay float32, rounded to the 16-bit format where the mode says.
+
+Executor make_executor(const Graph& g, Precision p) {
+  ExecutorOptions o;
+  o.precision = p;
+  auto ex = Executor::create(g, o);
+  EXPECT_TRUE(ex.is_ok()) << ex.message();
+  return std::move(ex).value();
+}
+
+bool holds_half_values(const Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = t.data<float>()[i];
+    if (half_bits_to_float(float_to_half_bits(v)) != v && !std::isnan(v)) return false;
+  }
+  return true;
+}
+
+TEST(SimulatedPrecision, Fp16RoundsEveryOutputAndOverflowsWhereFloat16Would) {
+  Graph g = GraphBuilder().input("x", DType::Float32, {2}).node("Exp", {"x"}, {"y"}).output("y").build();
+  for (Precision p : {Precision::Fp32, Precision::Fp16, Precision::Bf16}) {
+    Executor ex = make_executor(g, p);
+    ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({2}, {0.1f, 12.0f})).is_ok());
+    ASSERT_TRUE(ex.forward().is_ok());
+    const Tensor& y = ex.value(g.find_value("y"));
+    ASSERT_EQ(y.dtype(), DType::Float32);  // stored as float32 whatever the mode
+    EXPECT_EQ(ex.forward_event().found, p == Precision::Fp16) << precision_name(p);
+    const float e01 = std::exp(0.1f);
+    const float expected = p == Precision::Fp16   ? half_bits_to_float(float_to_half_bits(e01))
+                           : p == Precision::Bf16 ? bfloat16_bits_to_float(float_to_bfloat16_bits(e01))
+                                                  : e01;
+    EXPECT_EQ(y.data<float>()[0], expected) << precision_name(p);
+  }
+}
+
+TEST(SimulatedPrecision, Fp16RoundsInputsAndGradients) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {2})
+                .node("Mul", {"x", "x"}, {"sq"})
+                .node("ReduceSum", {"sq"}, {"loss"}, {{"keepdims", attr_int(0)}})
+                .output("loss")
+                .build();
+  Executor ex = make_executor(g, Precision::Fp16);
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({2}, {1.0f + 0x1p-12f, 0.3f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_EQ(ex.value(g.find_value("x")).data<float>()[0], 1.0f);  // the input itself rounded (1 + 2^-12 → 1)
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  const Tensor* gx = ex.grad(g.find_value("x"));
+  ASSERT_NE(gx, nullptr);
+  EXPECT_TRUE(holds_half_values(*gx));
+  EXPECT_EQ(gx->data<float>()[0], 2.0f);
+}
+
+TEST(SimulatedPrecision, AutocastRunsMatMulInTheFormatAndKeepsExpInFloat32) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {1, 2})
+                .constant("w", Tensor::from<float>({2, 1}, {1.0f, 1.0f}))
+                .node("MatMul", {"x", "w"}, {"h"})
+                .node("Exp", {"h"}, {"y"})
+                .node("Add", {"h", "h"}, {"hh"})
+                .output("y")
+                .output("hh")
+                .build();
+  // x·w = 6 + 6.0001: the MatMul reads its inputs cast to float16 (6.0001 → 6) and rounds its result; Exp reads
+  // that float16 value and stays float32 (e^12 ≈ 162755 does not overflow); Add follows its float16 inputs.
+  Executor amp = make_executor(g, Precision::AmpFp16);
+  ASSERT_TRUE(amp.set_input("x", Tensor::from<float>({1, 2}, {6.0f, 6.0001f})).is_ok());
+  ASSERT_TRUE(amp.forward().is_ok());
+  EXPECT_EQ(amp.value(g.find_value("h")).data<float>()[0], 12.0f);
+  EXPECT_EQ(amp.value(g.find_value("y")).data<float>()[0], std::exp(12.0f));
+  EXPECT_FALSE(amp.forward_event().found);
+  EXPECT_EQ(amp.value(g.find_value("x")).data<float>()[1], 6.0001f);  // autocast leaves inputs in float32
+  Executor fp16 = make_executor(g, Precision::Fp16);
+  ASSERT_TRUE(fp16.set_input("x", Tensor::from<float>({1, 2}, {6.0f, 6.0001f})).is_ok());
+  ASSERT_TRUE(fp16.forward().is_ok());
+  ASSERT_TRUE(fp16.forward_event().found);
+  EXPECT_EQ(fp16.forward_event().op_type, "Exp");
+}
+
+TEST(SimulatedPrecision, AutocastFollowsTheInputsTypeAndGradientsToo) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {1, 2})
+                .constant("w", Tensor::from<float>({2, 1}, {0.5f, 0.25f}))
+                .constant("b", Tensor::from<float>({1}, {1e-4f}))
+                .node("MatMul", {"x", "w"}, {"h"})
+                .node("Add", {"h", "b"}, {"hb"})   // a weight beside a float16 value: float16 (a split linear)
+                .node("Add", {"hb", "x"}, {"mixed"})  // a float32 activation joins: float32
+                .node("ReduceSum", {"mixed"}, {"loss"}, {{"keepdims", attr_int(0)}})
+                .output("loss")
+                .build();
+  Executor ex = make_executor(g, Precision::AmpFp16);
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({1, 2}, {1.0f, 0.3f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_TRUE(holds_half_values(ex.value(g.find_value("hb"))));
+  const float hb = ex.value(g.find_value("hb")).data<float>()[0];
+  EXPECT_EQ(ex.value(g.find_value("mixed")).data<float>()[1], hb + 0.3f);  // not rounded
+  ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  // The gradient reaching the weight went through the float16 MatMul: float16 values.
+  const Tensor* gw = ex.grad(g.find_value("w"));
+  ASSERT_NE(gw, nullptr);
+  EXPECT_TRUE(holds_half_values(*gw));
+  // 0.3 as float16 is 0.2998..., the MatMul saw that: dL/dw1 = 2 · x1 (both Add outputs' columns sum to 2).
+  EXPECT_EQ(gw->data<float>()[1], 2.0f * half_bits_to_float(float_to_half_bits(0.3f)));
+}
+
+TEST(SimulatedPrecision, AutocastSteadyStateAllocatesNothing) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {-1, 4})
+                .constant("w", Tensor::from<float>({4, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}))
+                .node("MatMul", {"x", "w"}, {"h"})
+                .node("Tanh", {"h"}, {"t"})
+                .node("Softmax", {"t"}, {"p"}, {{"axis", attr_int(1)}})
+                .node("Log", {"p"}, {"lp"})
+                .node("ReduceMean", {"lp"}, {"loss"}, {{"keepdims", attr_int(0)}})
+                .output("loss")
+                .build();
+  Executor ex = make_executor(g, Precision::AmpBf16);
+  Tensor x = Tensor::from<float>({2, 4}, {0.1f, 0.2f, 0.3f, 0.4f, -0.1f, -0.2f, 0.5f, 0.0f});
+  auto iterate = [&] {
+    ASSERT_TRUE(ex.set_input("x", x).is_ok());
+    ASSERT_TRUE(ex.forward().is_ok());
+    ASSERT_TRUE(ex.backward(g.find_value("loss")).is_ok());
+  };
+  iterate();
+  iterate();
   const uint64_t before = Tensor::allocation_count();
   for (int i = 0; i < 10; ++i) iterate();
   EXPECT_EQ(Tensor::allocation_count(), before);
