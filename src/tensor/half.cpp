@@ -1,6 +1,12 @@
 #include "tensor/half.h"
 
 #include <bit>
+#include <cstring>
+
+#if defined(__F16C__) && defined(__AVX__)
+#include <immintrin.h>
+#define GRIST_HAVE_F16C 1
+#endif
 
 namespace grist {
 
@@ -56,8 +62,36 @@ uint16_t float_to_bfloat16_bits(float f) {
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+// The whole-buffer passes use the CPU's float16 conversions (F16C) eight values at a time where the build has
+// them: the same round-to-nearest-even results, except that they quiet a signalling NaN, so a block holding
+// a NaN takes the exact scalar path.
+#ifdef GRIST_HAVE_F16C
+namespace {
+constexpr int kRoundNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+inline bool any_nan(__m256 x) { return _mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0; }
+inline bool any_half_nan(const Half* h) {
+  uint16_t bits[8];
+  std::memcpy(bits, h, sizeof bits);
+  bool nan = false;
+  for (uint16_t b : bits) nan |= (b & 0x7fffu) > 0x7c00u;
+  return nan;
+}
+}  // namespace
+#endif
+
 void widen(std::span<const Half> src, float* dst) {
-  for (size_t i = 0; i < src.size(); ++i) dst[i] = half_bits_to_float(src[i].bits);
+  size_t i = 0;
+#ifdef GRIST_HAVE_F16C
+  for (; i + 8 <= src.size(); i += 8) {
+    if (any_half_nan(&src[i])) {
+      for (size_t k = i; k < i + 8; ++k) dst[k] = half_bits_to_float(src[k].bits);
+      continue;
+    }
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(&src[i]));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < src.size(); ++i) dst[i] = half_bits_to_float(src[i].bits);
 }
 
 void widen(std::span<const BFloat16> src, float* dst) {
@@ -65,7 +99,18 @@ void widen(std::span<const BFloat16> src, float* dst) {
 }
 
 void narrow(std::span<const float> src, Half* dst) {
-  for (size_t i = 0; i < src.size(); ++i) dst[i].bits = float_to_half_bits(src[i]);
+  size_t i = 0;
+#ifdef GRIST_HAVE_F16C
+  for (; i + 8 <= src.size(); i += 8) {
+    const __m256 x = _mm256_loadu_ps(src.data() + i);
+    if (any_nan(x)) {
+      for (size_t k = i; k < i + 8; ++k) dst[k].bits = float_to_half_bits(src[k]);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(x, kRoundNearest));
+  }
+#endif
+  for (; i < src.size(); ++i) dst[i].bits = float_to_half_bits(src[i]);
 }
 
 void narrow(std::span<const float> src, BFloat16* dst) {
@@ -73,11 +118,27 @@ void narrow(std::span<const float> src, BFloat16* dst) {
 }
 
 void round_to_half(std::span<float> v) {
-  for (float& x : v) x = half_bits_to_float(float_to_half_bits(x));
+  size_t i = 0;
+#ifdef GRIST_HAVE_F16C
+  for (; i + 8 <= v.size(); i += 8) {
+    const __m256 x = _mm256_loadu_ps(v.data() + i);
+    if (any_nan(x)) {
+      for (size_t k = i; k < i + 8; ++k) v[k] = half_bits_to_float(float_to_half_bits(v[k]));
+      continue;
+    }
+    _mm256_storeu_ps(v.data() + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, kRoundNearest)));
+  }
+#endif
+  for (; i < v.size(); ++i) v[i] = half_bits_to_float(float_to_half_bits(v[i]));
 }
 
 void round_to_bfloat16(std::span<float> v) {
-  for (float& x : v) x = bfloat16_bits_to_float(float_to_bfloat16_bits(x));
+  // Branch-free, so the compiler vectorises it: the rounded pattern, or the quiet NaN where the value is NaN.
+  for (float& f : v) {
+    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
+    f = std::bit_cast<float>((x & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded);
+  }
 }
 
 }  // namespace grist

@@ -14,20 +14,13 @@ void widen_half(const Tensor& src, Tensor& dst) {
 void narrow_to_half(Tensor& wide, DType to, Tensor& dst) {
   assert(wide.dtype() == DType::Float32 && is_half(to) && &wide != &dst);
   dst.resize(to, wide.shape());
-  float* w = wide.data<float>();
-  const int64_t n = wide.numel();
+  // Two whole-buffer passes (vectorised where the CPU converts float16 itself): round, then widen back.
   if (to == DType::Float16) {
-    Half* d = dst.data<Half>();
-    for (int64_t i = 0; i < n; ++i) {
-      d[i] = to_half(w[i]);
-      w[i] = to_float(d[i]);
-    }
+    narrow(wide.span<float>(), dst.data<Half>());
+    widen(dst.span<Half>(), wide.data<float>());
   } else {
-    BFloat16* d = dst.data<BFloat16>();
-    for (int64_t i = 0; i < n; ++i) {
-      d[i] = to_bfloat16(w[i]);
-      w[i] = to_float(d[i]);
-    }
+    narrow(wide.span<float>(), dst.data<BFloat16>());
+    widen(dst.span<BFloat16>(), wide.data<float>());
   }
 }
 

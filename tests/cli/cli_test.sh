@@ -55,6 +55,13 @@ expect "... nor under amp-bf16" 0 "every value finite" -- "$GRIST" run "$M/amp_m
 expect "exp after a matmul overflows under fp16" 1 "node 'exp' \(Exp\)" -- "$GRIST" run "$M/amp_exp_in_float32.onnx" --range 1,1.05 --precision fp16
 expect "... but autocast keeps Exp in float32" 0 "every value finite" -- "$GRIST" run "$M/amp_exp_in_float32.onnx" --range 1,1.05 --precision amp-fp16
 expect "an unknown precision is a usage error" 2 "precision" -- "$GRIST" run "$M/mlp.onnx" --precision fp8
+printf 'model = "%s"\n[numerics]\nprecision = "fp16"\n' "$M/fp16_exp_overflow.onnx" >"$TMP/fp16.toml"
+expect "[numerics] precision in a manifest" 1 "node 'exp' \(Exp\)" -- "$GRIST" run "$TMP/fp16.toml" --range 1,1.05
+expect "--precision overrides the manifest's" 0 "every value finite" -- "$GRIST" run "$TMP/fp16.toml" --range 1,1.05 --precision fp32
+printf 'model = "%s"\n[numerics]\nprecision = "fp12"\n' "$M/fp16_exp_overflow.onnx" >"$TMP/fp12.toml"
+expect "a manifest's unknown precision is named" 2 "numerics.precision.*fp12" -- "$GRIST" run "$TMP/fp12.toml"
+expect "hunt --precision fp16: exp overflows past 11.09" 1 "TRIGGERED \(input-reached\) at iteration 1 after" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" --precision fp16 -q --max-iterations 10 --no-witness
+expect "... in float32 those iterations do not reach 88.7" 0 "not triggered: 10 iterations" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" -q --max-iterations 10 --no-witness
 
 # ONNX external data (weights beside the model), read from the model's folder and never from outside it.
 X=$TMP/external

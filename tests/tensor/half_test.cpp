@@ -2,6 +2,7 @@
 // (tests/tensor/half_fixture.inc, generated offline by tests/tensor/gen/half_fixture.py).
 #include <bit>
 #include <cmath>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,26 @@ TEST(Half, RoundsLikeNumpysFloat16) {
     ++checked;
   }
   EXPECT_GT(checked, 2000);
+}
+
+TEST(Half, WholeBufferPassesAgreeWithTheScalarConversions) {
+  // The buffer passes may convert eight values at a time (F16C); NaN blocks and tails take the scalar path.
+  std::vector<float> values;
+  for (const HalfCase& c : kHalfCases) values.push_back(std::bit_cast<float>(c.f32));
+  std::vector<Half> h(values.size());
+  std::vector<float> back(values.size()), rounded = values, rounded_b = values;
+  narrow(values, h.data());
+  widen(h, back.data());
+  round_to_half(rounded);
+  round_to_bfloat16(rounded_b);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t expected = float_to_half_bits(values[i]);
+    EXPECT_EQ(h[i].bits, expected) << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(back[i]), std::bit_cast<uint32_t>(half_bits_to_float(expected))) << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(rounded[i]), std::bit_cast<uint32_t>(half_bits_to_float(expected))) << i;
+    EXPECT_EQ(std::bit_cast<uint32_t>(rounded_b[i]),
+              std::bit_cast<uint32_t>(bfloat16_bits_to_float(float_to_bfloat16_bits(values[i])))) << i;
+  }
 }
 
 TEST(Half, EdgesOfTheFormat) {
