@@ -41,6 +41,7 @@ struct HuntFlags {
   int64_t seed = -1;
   int64_t batch = -1;
   bool ftz = false;
+  std::string precision;  // empty: the manifest's
   std::string out = "grist-witnesses";
   bool no_witness = false;
   bool no_scan = false;
@@ -127,6 +128,11 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   }
   if (!f.target.empty()) m.target = f.target;
   if (f.ftz) m.ftz = true;
+  if (!f.precision.empty()) {
+    auto p = parse_precision(f.precision);
+    if (!p) return make_error("--precision: {}", p.message());
+    m.precision = *p;
+  }
   if (f.batch > 0) m.batch_size = f.batch;
   return m;
 }
@@ -147,7 +153,8 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   o.manifest = *manifest;
   o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : graph->fixed_batch_size().value_or(1);
   o.all = f.all;
-  o.use_scan = !f.no_scan;
+  // The interval scan proves hazards safe in float32 only: under a 16-bit precision every hazard is hunted.
+  o.use_scan = !f.no_scan && manifest->precision == Precision::Fp32;
   o.process_start = process_start;
   const HuntProgress::Mode mode = f.quiet ? HuntProgress::Mode::Off
                                   : isatty(fileno(stderr)) && !f.json ? HuntProgress::Mode::Terminal
@@ -291,6 +298,10 @@ void add_hunt_command(CLI::App& app, Action& action) {
                                  "rows of the persistent batch (default: the manifest's, else the model's fixed batch "
                                  "dimension, else 1)");
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
+  cmd->add_option("--precision", f->precision,
+                  "simulate 16-bit numerics in a float32 model (as grist run --precision; default: the manifest's "
+                  "[numerics] precision, else fp32); the interval scan is skipped, as it knows float32 only")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "amp-fp16", "amp-bf16"}));
   cmd->add_option("--out", f->out, "folder for witness files (never overwritten)")->capture_default_str();
   cmd->add_flag("--no-witness", f->no_witness, "do not save witness files");
   cmd->add_flag("--no-scan", f->no_scan,

@@ -35,6 +35,7 @@ struct RunOptions {
   int64_t batch = 1;
   uint64_t seed = 0;
   bool ftz = false;
+  std::string precision;  // empty: the manifest's, else fp32
   std::string backward_from;
   bool json = false;
   std::string dropout = "model";
@@ -140,7 +141,10 @@ int run(const RunOptions& flags) {
     o.model = m->model;
     o.ftz = o.ftz || m->ftz;
     checkpoint = m->train.checkpoint;
+    if (o.precision.empty()) o.precision = std::string(precision_name(m->precision));
   }
+  auto precision = parse_precision(o.precision.empty() ? "fp32" : o.precision);
+  if (!precision) return fail(fmt::format("--precision: {}", precision.message()));
   if (o.dump && o.output.empty()) return fail("--dump needs --output FILE.npz to write the values to");
   if (!o.output.empty())
     if (auto st = check_output_path(o.output); !st) return fail(st.message());
@@ -151,6 +155,7 @@ int run(const RunOptions& flags) {
 
   ExecutorOptions eo;
   eo.flush_denormals = o.ftz;
+  eo.precision = *precision;
   eo.seed = o.seed;
   if (o.dropout == "off") eo.dropout_training = false;
   if (o.dropout == "on") eo.dropout_training = true;
@@ -261,6 +266,11 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--batch", o->batch, "size of every symbolic dimension not given with --dim")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed for random data and random ops")->capture_default_str();
   cmd->add_flag("--ftz", o->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
+  cmd->add_option("--precision", o->precision,
+                  "simulate 16-bit numerics in a float32 model: fp16/bf16 round every float tensor to that format\n"
+                  "after every op; amp-fp16/amp-bf16 round only what PyTorch autocast computes in it (default:\n"
+                  "a manifest's [numerics] precision, else fp32)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16", "amp-fp16", "amp-bf16"}));
   cmd->add_option("--backward", o->backward_from,
                   "also back-propagate from this output (the gradient of its sum) and scan the gradients");
   cmd->add_option("--dropout", o->dropout, "dropout: as the model says (model), off, or on (seeded mask)")

@@ -508,10 +508,15 @@ static Result<Manifest> read_manifest_unescaped(const std::string& path, const S
     m.monitor_dropout = *d;
   }
   if (const toml::table* num = root.get_as<toml::table>("numerics")) {
-    GRIST_TRY(r.only_keys(*num, "numerics", {"ftz"}));
+    GRIST_TRY(r.only_keys(*num, "numerics", {"ftz", "precision"}));
     auto f = r.boolean(*num, "numerics.", "ftz", false);
     if (!f) return f.error();
     m.ftz = *f;
+    auto name = r.string(*num, "numerics.", "precision", "fp32");
+    if (!name) return name.error();
+    auto precision = parse_precision(*name);
+    if (!precision) return r.error("numerics.precision", precision.message());
+    m.precision = *precision;
   }
   if (const toml::table* search = root.get_as<toml::table>("search")) GRIST_TRY(read_search(*search, r, m));
   if (const toml::table* sc = root.get_as<toml::table>("scan")) {

@@ -9,6 +9,7 @@
 
 #include "config/config.h"
 #include "config/optimizer_config.h"
+#include "engine/precision.h"
 #include "tensor/tensor.h"
 #include "util/status.h"
 
@@ -84,6 +85,7 @@ struct Manifest {
   TrainSpec train;
   bool monitor_dropout = false;
   bool ftz = false;
+  Precision precision = Precision::Fp32;  // [numerics] precision: simulated 16-bit numerics
   SearchConfig search;
   // grist scan: the range of every weight the model trains, where training is known to carry weights far
   // beyond RANUM's default (their initial span widened by 100 %); unset: that default.

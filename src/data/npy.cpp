@@ -11,6 +11,7 @@
 #include "data/byte_order.h"
 #include "data/file_write.h"
 #include "data/npy_header.h"
+#include "tensor/half_tensor.h"
 #include "onnx/tensor_proto.h"
 #include "util/input_file.h"
 
@@ -154,7 +155,11 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& source) {
   return read_npy(memory_stream(bytes), source);
 }
 
-Result<std::string> encode_npy(const Tensor& t) {
+Result<std::string> encode_npy(const Tensor& in) {
+  // numpy has no bfloat16: its values are written as the float32 values they are, exactly.
+  Tensor widened;
+  if (in.dtype() == kBFloat16) widen_half(in, widened);
+  const Tensor& t = in.dtype() == kBFloat16 ? widened : in;
   auto dict = format_npy_header(t.dtype(), t.shape().to_vector());
   if (!dict) return dict.error();
   // numpy pads with spaces and ends with '\n' so the data starts on a 64-byte boundary.

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tensor/half.h"
+
 namespace grist {
 
 std::string printable_text(std::string_view text) {
@@ -158,6 +160,7 @@ Status parse_descr(const std::string& descr, const std::string& source, NpyHeade
       {"f4", DType::Float32}, {"f8", DType::Float64}, {"i1", DType::Int8},   {"i2", DType::Int16},
       {"i4", DType::Int32},   {"i8", DType::Int64},   {"u1", DType::UInt8},  {"u2", DType::UInt16},
       {"u4", DType::UInt32},  {"u8", DType::UInt64},  {"b1", DType::Bool},   {"?", DType::Bool},
+      {"f2", DType::Float16},
   };
   for (const auto& k : kKnown) {
     if (d == k.code) {
@@ -168,12 +171,11 @@ Status parse_descr(const std::string& descr, const std::string& source, NpyHeade
     }
   }
   std::string_view why = "";
-  if (d == "f2") why = " (float16 is not supported; convert with .astype(np.float32))";
-  else if (!d.empty() && d[0] == 'c') why = " (complex numbers are not supported)";
+  if (!d.empty() && d[0] == 'c') why = " (complex numbers are not supported)";
   else if (!d.empty() && (d[0] == 'U' || d[0] == 'S' || d[0] == 'a')) why = " (string arrays are not supported)";
   else if (d == "O") why = " (object arrays are not supported)";
-  return make_error("{}: .npy element type '{}' is not supported{}; expected one of float32, float64, int8-int64, "
-                    "uint8-uint64 or bool",
+  return make_error("{}: .npy element type '{}' is not supported{}; expected one of float16, float32, float64, "
+                    "int8-int64, uint8-uint64 or bool",
                     source, printable_text(descr), why);
 }
 
@@ -190,7 +192,8 @@ std::string_view descr_of(DType t) {
     case DType::UInt32: return "<u4";
     case DType::UInt64: return "<u8";
     case DType::Bool: return "|b1";
-    default: return "";
+    case DType::Float16: return "<f2";
+    default: return "";  // bfloat16 too: numpy has no such type
   }
 }
 

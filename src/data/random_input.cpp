@@ -1,6 +1,7 @@
 #include "data/random_input.h"
 
 #include "onnx/tensor_proto.h"
+#include "tensor/half.h"
 
 namespace grist {
 
@@ -27,6 +28,15 @@ Result<Tensor> random_input(const Value& v, const RandomInputSpec& spec, Rng& rn
   if (!shape) return shape.error();
   DType dt = v.dtype == DType::Undefined ? DType::Float32 : v.dtype;
   GRIST_CHECK(is_supported(dt), "input '{}' has element type {}, which grist cannot generate", v.name, dtype_name(dt));
+  if (is_half(dt)) {  // drawn as float32, then rounded to the half type
+    Value wide = v;
+    wide.dtype = DType::Float32;
+    auto f = random_input(wide, spec, rng);
+    if (!f) return f.error();
+    Tensor h;
+    cast_tensor(*f, dt, h);
+    return h;
+  }
   Tensor t(dt, *shape);
   dispatch_all(dt, [&](auto tag) {
     using T = decltype(tag);

@@ -11,7 +11,9 @@
 #endif
 
 #include "ops/kernel_util.h"
+#include "engine/autocast.h"
 #include "ops/registry.h"
+#include "tensor/half_tensor.h"
 
 namespace grist {
 
@@ -46,6 +48,79 @@ Error too_large(const Node& node, const TensorTooLarge& e) {
                            node.op_type, dtype_name(e.dtype), e.shape.str(), human(e.bytes), human(e.limit))};
 }
 
+// Half inputs are computed on as PyTorch's CPU kernels do: widened to float32, the float32 kernel run, each
+// float result rounded once to the half type. One mechanism for every op, forward and backward alike.
+//
+// The float32 scratch lives in NodeArgs::edge_grad past its first inputs.size() entries, kept across passes
+// so the steady state allocates nothing. TODO(merge): named NodeArgs members (this keeps executor.h, which
+// many files include, unchanged).
+struct HalfScratch {
+  std::vector<Tensor>& t;
+  size_t ni, no;
+  Tensor& wide_in(size_t i) { return t[ni + i]; }
+  Tensor& wide_grad_in(size_t i) { return t[2 * ni + i]; }
+  Tensor& wide_out(size_t o) { return t[3 * ni + o]; }
+  Tensor& wide_grad_out(size_t o) { return t[3 * ni + no + o]; }
+};
+
+// The half type a node computes in: that of its first float16/bfloat16 input; Undefined when it has none or
+// converts half tensors itself (casts; constants only copy their attribute's bytes).
+DType node_half_type(const Node& node, std::span<const Tensor* const> inputs) {
+  if (node.domain.empty() && (node.op_type == "Cast" || node.op_type == "CastLike" || node.op_type == "Constant" ||
+                              node.op_type == "ConstantOfShape"))
+    return DType::Undefined;
+  for (const Tensor* x : inputs)
+    if (x && is_half(x->dtype())) return x->dtype();
+  return DType::Undefined;
+}
+
+// Points the kernel at float32 copies of the half inputs and at float32 scratch outputs.
+void widen_forward_args(HalfScratch h, std::span<const Tensor*> in, std::span<Tensor*> out) {
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i] && is_half(in[i]->dtype())) {
+      widen_half(*in[i], h.wide_in(i));
+      in[i] = &h.wide_in(i);
+    }
+  for (size_t o = 0; o < out.size(); ++o)
+    if (out[o]) out[o] = &h.wide_out(o);
+}
+
+// Rounds each float32 result to the half type into the graph's value (the scratch too: backward reads it as
+// the output). An op whose output type is an attribute (EyeLike's, RandomNormalLike's dtype) keeps the type it
+// made unless the model declares the output half; so do non-float results (Shape, ArgMax, comparisons).
+void narrow_forward_outputs(HalfScratch h, DType half, const Graph& g, const Node& node, std::vector<Tensor>& values) {
+  const bool typed_by_attribute = node.has_attr("dtype");
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o] == kNoValue) continue;
+    Tensor& wide = h.wide_out(o);
+    Tensor& value = values[static_cast<size_t>(node.outputs[o])];
+    const DType declared = g.value(node.outputs[o]).dtype;
+    DType target = DType::Undefined;
+    if (is_half(declared)) target = declared;
+    else if (declared == DType::Undefined && !typed_by_attribute) target = half;
+    if (wide.dtype() == DType::Float32 && target != DType::Undefined) narrow_to_half(wide, target, value);
+    else value.copy_from(wide);
+  }
+}
+
+// Backward: the forward's widened inputs and rounded outputs, the gradients widened, the kernel's input
+// gradients written to float32 scratch (narrow_backward_grads rounds them to where they belong).
+void widen_backward_args(HalfScratch h, std::span<const Tensor*> in, std::span<const Tensor*> out,
+                         std::span<const Tensor*> grad_out, std::span<Tensor*> grad_in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (!in[i] || !is_half(in[i]->dtype())) continue;
+    in[i] = &h.wide_in(i);
+    if (grad_in[i]) grad_in[i] = &h.wide_grad_in(i);
+  }
+  for (size_t o = 0; o < out.size(); ++o) {
+    if (out[o]) out[o] = &h.wide_out(o);
+    if (grad_out[o] && is_half(grad_out[o]->dtype())) {
+      widen_half(*grad_out[o], h.wide_grad_out(o));
+      grad_out[o] = &h.wide_grad_out(o);
+    }
+  }
+}
+
 }  // namespace
 
 Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
@@ -63,6 +138,7 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.finite_.assign(nv, 1);
   ex.dirty_.assign(nv, 1);
   ex.is_set_.assign(nv, 0);
+  ex.in_format_.assign(nv, 0);
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
   ex.grad_finite_.assign(nv, 1);
@@ -84,7 +160,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     a.out_const.resize(node.outputs.size());
     a.grad_out.resize(node.outputs.size());
     a.grad_in.resize(node.inputs.size());
-    a.edge_grad.resize(node.inputs.size());
+    // Past the per-input edge gradients, the float32 scratch of a node run on half inputs (HalfScratch).
+    a.edge_grad.resize(3 * node.inputs.size() + 2 * node.outputs.size());
   }
   return ex;
 }
@@ -98,8 +175,10 @@ Status Executor::set_input(const std::string& name, const Tensor& t) {
 Status Executor::set_input(ValueId id, const Tensor& t) {
   const Value& v = graph_->value(id);
   GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
-  GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype(), "input '{}' expects {} data, got {}", v.name,
-              dtype_name(v.dtype), dtype_name(t.dtype()));
+  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type here.
+  const bool rounded = v.dtype == kBFloat16 && t.dtype() == DType::Float32;
+  GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype() || rounded, "input '{}' expects {} data, got {}",
+              v.name, dtype_name(v.dtype), dtype_name(t.dtype()));
   if (v.shape) {
     GRIST_CHECK(static_cast<int>(v.shape->size()) == t.rank(), "input '{}' expects rank {}, got shape {}", v.name,
                 v.shape->size(), t.shape().str());
@@ -109,7 +188,8 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
                   v.name, d, dim.size, t.shape().str());
     }
   }
-  values_[static_cast<size_t>(id)] = t;
+  if (rounded) cast_tensor(t, kBFloat16, values_[static_cast<size_t>(id)]);
+  else values_[static_cast<size_t>(id)] = t;
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
   return Status::ok();
@@ -145,18 +225,21 @@ Status Executor::forward() {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
   forward_event_ = {};
-  if (options_.scan_nonfinite) {
-    for (ValueId id : g.inputs) {
-      auto i = static_cast<size_t>(id);
-      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
-      dirty_[i] = 0;
-    }
-    for (ValueId id : g.initializers) {
-      auto i = static_cast<size_t>(id);
-      if (dirty_[i]) finite_[i] = all_finite(values_[i]);
-      dirty_[i] = 0;
-    }
-  }
+  // Inputs and weights changed since the last pass are rounded to the simulated precision (autocast keeps them
+  // in float32), then scanned.
+  const DType format = precision_format(options_.precision);
+  const bool autocast = is_autocast(options_.precision);
+  auto refresh = [&](ValueId id) {
+    auto i = static_cast<size_t>(id);
+    if (!dirty_[i]) return;
+    if (!autocast) round_to_format(format, values_[i]);  // idempotent: a value left dirty is rounded again
+    in_format_[i] = format != DType::Undefined && !autocast;
+    if (!options_.scan_nonfinite) return;  // stays dirty, so a scan turned on later still looks at it
+    finite_[i] = all_finite(values_[i]);
+    dirty_[i] = 0;
+  };
+  for (ValueId id : g.inputs) refresh(id);
+  for (ValueId id : g.initializers) refresh(id);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     auto& a = args_[n];
@@ -174,10 +257,24 @@ Status Executor::forward() {
       ValueId out = node.outputs[o];
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
     }
+    const DType half = node_half_type(node, a.in);
+    HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+    if (half != DType::Undefined) widen_forward_args(scratch, a.in, a.out);
+    const bool simulated = format != DType::Undefined && half == DType::Undefined;
+    if (simulated && autocast) cast_autocast_inputs(n, format);
     ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
     Status st;
     try {
       st = ops_[n]->forward(ctx);
+      if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
+      if (st && simulated) {
+        const bool rounded = !autocast || autocast_output_in_format(n);
+        for (ValueId out : node.outputs) {
+          if (out == kNoValue) continue;
+          if (rounded) round_to_format(format, values_[static_cast<size_t>(out)]);
+          in_format_[static_cast<size_t>(out)] = rounded;
+        }
+      }
     } catch (const TensorTooLarge& e) {
       return too_large(node, e);
     }
@@ -189,12 +286,56 @@ Status Executor::forward() {
   return Status::ok();
 }
 
+// amp-*: a LowerPrecision op (autocast.h) reads its float32 inputs cast to the format: rounded copies, in the
+// node's scratch, of every input not already holding the format's values.
+void Executor::cast_autocast_inputs(size_t n, DType format) {
+  const Node& node = graph_->nodes[n];
+  if (!node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision) return;
+  auto& a = args_[n];
+  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const auto in = static_cast<size_t>(node.inputs[i]);
+    if (node.inputs[i] == kNoValue || values_[in].dtype() != DType::Float32 || in_format_[in]) continue;
+    Tensor& cast = scratch.wide_in(i);
+    cast.copy_from(values_[in]);
+    round_to_format(format, cast);
+    a.in[i] = &cast;
+  }
+}
+
+// amp-*: whether a node's float results are in the format: always for LowerPrecision ops, never for Float32
+// ones; Promote: when every float input is; Follow (PyTorch's type promotion): when some float input is and
+// every other is a weight or constant (in an export those stand for what PyTorch computes inside one op, as the
+// bias of a linear layer split into MatMul and Add).
+bool Executor::autocast_output_in_format(size_t n) const {
+  const Node& node = graph_->nodes[n];
+  const AutocastRule rule = node.domain.empty() ? autocast_rule(node.op_type) : AutocastRule::Follow;
+  if (rule == AutocastRule::LowerPrecision) return true;
+  if (rule == AutocastRule::Float32) return false;
+  bool any = false, all = true, others_constant = true;
+  for (ValueId in : node.inputs) {
+    if (in == kNoValue || values_[static_cast<size_t>(in)].dtype() != DType::Float32) continue;
+    if (in_format_[static_cast<size_t>(in)]) {
+      any = true;
+      continue;
+    }
+    all = false;
+    const Value& v = graph_->value(in);
+    const bool constant = v.kind == ValueKind::Initializer ||
+                          (v.producer >= 0 && graph_->nodes[static_cast<size_t>(v.producer)].op_type == "Constant");
+    others_constant = others_constant && constant;
+  }
+  return rule == AutocastRule::Promote ? any && all : any && others_constant;
+}
+
 Status Executor::backward(ValueId loss, std::span<const ValueId> wrt) {
   GRIST_CHECK(loss != kNoValue && is_set_[static_cast<size_t>(loss)], "backward: the loss has not been computed");
   const Tensor& l = values_[static_cast<size_t>(loss)];
   GRIST_CHECK(is_float(l.dtype()), "backward: the loss '{}' is not a float tensor", graph_->value(loss).name);
   Tensor& ones = loss_seed_;
   ones.resize(l.dtype(), l.shape());
+  if (l.dtype() == DType::Float16) std::fill_n(ones.data<Half>(), ones.numel(), to_half(1.0f));
+  if (l.dtype() == kBFloat16) std::fill_n(ones.data<BFloat16>(), ones.numel(), to_bfloat16(1.0f));
   dispatch_float(l.dtype(), [&](auto tag) {
     using T = decltype(tag);
     std::fill_n(ones.data<T>(), ones.numel(), T(1));
@@ -349,10 +490,27 @@ Status Executor::run_node_backward(size_t n) {
     a.grad_in[i] = sole_reader ? &grads_[static_cast<size_t>(in)] : &a.edge_grad[i];
   }
   if (!any_in) return Status::ok();
+  // The forward's inputs are unchanged since, so this is the half type it computed in.
+  const DType half = node_half_type(node, a.in);
+  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  if (half != DType::Undefined) widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
+  const DType format = half == DType::Undefined ? precision_format(options_.precision) : DType::Undefined;
+  const bool autocast = is_autocast(options_.precision);
+  if (format != DType::Undefined && autocast) cast_autocast_inputs(n, format);  // as the forward saw them
   BackwardContext ctx{node, a.in, a.out_const, a.grad_out, a.grad_in, states_[n]};
   Status st;
   try {
     st = op->backward(ctx);
+    if (st && half != DType::Undefined) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        if (a.grad_in[i] != &scratch.wide_grad_in(i)) continue;
+        // Where the gradient goes had the kernel computed in half: the value's own, or this edge's.
+        const auto vid = static_cast<size_t>(node.inputs[i]);
+        Tensor* target = g.value(node.inputs[i]).consumers.size() == 1 ? &grads_[vid] : &a.edge_grad[i];
+        narrow_to_half(scratch.wide_grad_in(i), values_[vid].dtype(), *target);
+        a.grad_in[i] = target;
+      }
+    }
   } catch (const TensorTooLarge& e) {
     return too_large(node, e);
   }
@@ -363,6 +521,10 @@ Status Executor::run_node_backward(size_t n) {
     if (!gi) continue;
     auto vid = static_cast<size_t>(node.inputs[i]);
     const Tensor& x = values_[vid];
+    // A gradient is in the format where its value is, or where autocast cast the value into the format.
+    const bool grad_in_format = format != DType::Undefined &&
+                                (!autocast || in_format_[vid] || a.in[i] == &scratch.wide_in(i));
+    if (grad_in_format) round_to_format(format, *gi);
     GRIST_CHECK(gi->dtype() == x.dtype() && gi->shape() == x.shape(),
                 "internal: the gradient of node '{}' ({}) for input {} is {} {}, expected {} {}", node.name,
                 node.op_type, i, dtype_name(gi->dtype()), gi->shape().str(), dtype_name(x.dtype()), x.shape().str());
@@ -381,12 +543,15 @@ Status Executor::run_node_backward(size_t n) {
       Tensor& acc = grads_[vid];
       if (!has_grad_[vid]) {
         acc.copy_from(*gi);
+      } else if (is_half(acc.dtype())) {
+        add_in_half(*gi, acc);
       } else {
         dispatch_float(acc.dtype(), [&](auto tag) {
           using T = decltype(tag);
           using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
           Eigen::Map<Arr>(acc.data<T>(), acc.numel()) += Eigen::Map<const Arr>(gi->data<T>(), gi->numel());
         });
+        if (format != DType::Undefined && (!autocast || in_format_[vid])) round_to_format(format, acc);
       }
     }
     has_grad_[vid] = 1;

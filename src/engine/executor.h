@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/nonfinite.h"
+#include "engine/precision.h"
 #include "graph/graph.h"
 #include "ops/op.h"
 #include "util/rng.h"
@@ -24,6 +25,9 @@ struct ExecutorOptions {
   uint64_t seed = 0;
   // When set, overrides every Dropout node's training mode (false: identity; true: seeded mask).
   std::optional<bool> dropout_training;
+  // Simulated 16-bit numerics for float32 models (engine/precision.h): fp16/bf16 round every float32 input,
+  // weight, node output and gradient to the format; amp-* round those autocast computes in it.
+  Precision precision = Precision::Fp32;
 };
 
 class Executor {
@@ -74,6 +78,10 @@ class Executor {
   };
   const BackwardPlan& plan_for(std::span<const ValueId> outputs, std::span<const ValueId> wrt);
   void settle_backward_events(const BackwardPlan& plan);
+  // amp-* precisions (engine/autocast.h): the inputs an op computing in the 16-bit format reads, and whether
+  // its results are in that format.
+  void cast_autocast_inputs(size_t n, DType format);
+  bool autocast_output_in_format(size_t n) const;
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -83,6 +91,7 @@ class Executor {
   std::vector<uint8_t> finite_;      // per value: finite in this pass (scan on)
   std::vector<uint8_t> dirty_;       // per value: input/initializer changed since its last scan
   std::vector<uint8_t> is_set_;      // per value: holds data (inputs, initializers, produced)
+  std::vector<uint8_t> in_format_;   // per value: a float32 value holding the precision's 16-bit values
   std::vector<NodeState> states_;
   // Per-node argument arrays, built once so the hot loop only fills pointers.
   struct NodeArgs {

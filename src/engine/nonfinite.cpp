@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "ops/kernel_util.h"
+#include "tensor/half.h"
 
 namespace grist {
 
@@ -53,15 +54,41 @@ bool all_finite_typed(const T* p, int64_t n) {
   return worst < kInf;
 }
 
+// The half types: NaN or ±Inf when the exponent bits (0x7c00 in float16, 0x7f80 in bfloat16) are all ones.
+template <class H>
+bool all_finite_half(const H* p, int64_t n, uint16_t inf) {
+  uint16_t worst = 0;
+  for (int64_t i = 0; i < n; ++i) worst = std::max<uint16_t>(worst, p[i].bits & 0x7fffu);
+  return worst < inf;
+}
+
+template <class H>
+NonFiniteCounts count_half(const H* p, int64_t n, uint16_t inf) {
+  NonFiniteCounts c;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t a = p[i].bits & 0x7fffu;
+    if (a < inf) continue;
+    if (a > inf) ++c.nan;
+    else if (p[i].bits & 0x8000u) ++c.neg_inf;
+    else ++c.pos_inf;
+    if (c.first_index < 0) c.first_index = i;
+  }
+  return c;
+}
+
 }  // namespace
 
 NonFiniteCounts count_nonfinite(const Tensor& t) {
+  if (t.dtype() == DType::Float16) return count_half(t.data<Half>(), t.numel(), 0x7c00u);
+  if (t.dtype() == kBFloat16) return count_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
   if (t.dtype() == DType::Float32) return count_typed(t.data<float>(), t.numel());
   if (t.dtype() == DType::Float64) return count_typed(t.data<double>(), t.numel());
   return {};
 }
 
 bool all_finite(const Tensor& t) {
+  if (t.dtype() == DType::Float16) return all_finite_half(t.data<Half>(), t.numel(), 0x7c00u);
+  if (t.dtype() == kBFloat16) return all_finite_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
   if (t.dtype() == DType::Float32) return all_finite_typed(t.data<float>(), t.numel());
   if (t.dtype() == DType::Float64) return all_finite_typed(t.data<double>(), t.numel());
   return true;

@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "tensor/half.h"
 #include "util/input_file.h"
 
 namespace grist {
@@ -36,6 +37,16 @@ Status copy_field(const Field& field, Tensor& t, const std::string& what) {
   return Status::ok();
 }
 
+// ONNX keeps float16 and bfloat16 values in int32_data, one 16-bit pattern per entry.
+template <class H>
+Status copy_half_patterns(const google::protobuf::RepeatedField<int32_t>& field, Tensor& t, const std::string& what) {
+  GRIST_CHECK(static_cast<int64_t>(field.size()) == t.numel(), "{}: holds {} values, its shape {} needs {}", what,
+              field.size(), t.shape().str(), t.numel());
+  H* d = t.data<H>();
+  for (int64_t i = 0; i < t.numel(); ++i) d[i].bits = static_cast<uint16_t>(field.Get(static_cast<int>(i)));
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
@@ -60,6 +71,10 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
     }
     return t;
   }
+  if (dtype == kBFloat16) {
+    GRIST_TRY(copy_half_patterns<BFloat16>(p.int32_data(), t, what));
+    return t;
+  }
   Status st;
   switch (dtype) {
     case DType::Float32: st = copy_field<float>(p.float_data(), t, what); break;
@@ -73,6 +88,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
     case DType::UInt16: st = copy_field<uint16_t>(p.int32_data(), t, what); break;
     case DType::UInt8: st = copy_field<uint8_t>(p.int32_data(), t, what); break;
     case DType::Bool: st = copy_field<bool>(p.int32_data(), t, what); break;
+    case DType::Float16: st = copy_half_patterns<Half>(p.int32_data(), t, what); break;
     default: return make_error("{}: element type {} is not supported", what, dtype_name(dtype));
   }
   if (!st) return st.error();

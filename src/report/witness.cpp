@@ -82,6 +82,7 @@ nlohmann::json witness_json(const HazardOutcome& o, const Manifest& manifest, co
   j["strategy"] = o.strategy;
   j["dropout"] = o.witness.dropout;
   j["ftz"] = manifest.ftz;
+  j["precision"] = std::string(precision_name(manifest.precision));
   j["loss"] = manifest.loss;
   j["seed"] = c.seed;
   j["rng_state"] = o.witness.rng_state;
@@ -201,6 +202,10 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
     if (!g) return g.error();
     ExecutorOptions eo;
     eo.flush_denormals = j.at("ftz").get<bool>();
+    // Witnesses written before half precision have no "precision": they were found in float32.
+    auto precision = parse_precision(j.value("precision", std::string("fp32")));
+    if (!precision) return make_error("{}: {}", json_path, precision.message());
+    eo.precision = *precision;
     auto ex = Executor::create(*g, eo);
     if (!ex) return ex.error();
     auto arrays = read_npz(npz.string());

@@ -173,6 +173,7 @@ class TargetSearch {
 Status TargetSearch::setup() {
   ExecutorOptions eo;
   eo.flush_denormals = m_.ftz;
+  eo.precision = m_.precision;
   eo.seed = cfg_.seed;
   auto ex = Executor::create(g_, eo);
   if (!ex) return ex.error();

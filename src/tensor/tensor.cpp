@@ -2,15 +2,19 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <new>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "tensor/half.h"
+
 namespace grist {
 
 std::size_t dtype_size(DType t) {
+  if (t == kBFloat16) return 2;  // not an enumerator yet (tensor/half.h)
   switch (t) {
     case DType::Float32: return 4;
     case DType::Float64: return 8;
@@ -29,6 +33,7 @@ std::size_t dtype_size(DType t) {
 }
 
 std::string_view dtype_name(DType t) {
+  if (t == kBFloat16) return "bfloat16";
   switch (t) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
@@ -47,7 +52,9 @@ std::string_view dtype_name(DType t) {
   }
 }
 
-bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64; }
+bool is_half(DType t) { return t == DType::Float16 || t == kBFloat16; }
+
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64 || is_half(t); }
 
 bool is_integer(DType t) {
   switch (t) {
@@ -105,6 +112,8 @@ Tensor& Tensor::operator=(const Tensor& o) {
 }
 
 double Tensor::get_as_double(int64_t i) const {
+  if (dtype_ == DType::Float16) return to_float(data<Half>()[i]);
+  if (dtype_ == kBFloat16) return to_float(data<BFloat16>()[i]);
   double r = 0;
   dispatch_all(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -114,6 +123,10 @@ double Tensor::get_as_double(int64_t i) const {
 }
 
 int64_t Tensor::get_as_int(int64_t i) const {
+  if (is_half(dtype_)) {
+    const double v = get_as_double(i);
+    return v == v ? static_cast<int64_t>(std::clamp(v, -0x1p63, 0x1p63 - 1024)) : 0;
+  }
   int64_t r = 0;
   dispatch_all(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -129,9 +142,28 @@ std::vector<int64_t> Tensor::to_int_vector() const {
 }
 
 namespace {
+template <class T>
+constexpr bool is_half_type = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// dispatch_all and the two half types: every type a tensor can store.
+template <class F>
+void dispatch_storable(DType t, F&& f) {
+  if (t == DType::Float16) f(Half{});
+  else if (t == kBFloat16) f(BFloat16{});
+  else dispatch_all(t, f);
+}
+
+// The half types go through float32, as PyTorch's casts do (a float64 source is rounded twice, to float32 and
+// then to the half format; numpy rounds once, which differs only for values within 2^-29 ulp of a tie).
 template <class To, class From>
 To convert(From v) {
-  if constexpr (std::is_same_v<To, bool>) {
+  if constexpr (is_half_type<From>) {
+    return convert<To>(to_float(v));
+  } else if constexpr (std::is_same_v<To, Half>) {
+    return to_half(convert<float>(v));
+  } else if constexpr (std::is_same_v<To, BFloat16>) {
+    return to_bfloat16(convert<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
     return v != From{};
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // Out-of-range float→int is undefined in C++; saturate NaN to 0 and clamp like most runtimes.
@@ -154,10 +186,10 @@ void cast_tensor(const Tensor& src, DType to, Tensor& dst) {
   }
   dst.resize(to, src.shape());
   const int64_t n = src.numel();
-  dispatch_all(src.dtype(), [&](auto from_tag) {
+  dispatch_storable(src.dtype(), [&](auto from_tag) {
     using From = decltype(from_tag);
     const From* s = src.data<From>();
-    dispatch_all(to, [&](auto to_tag) {
+    dispatch_storable(to, [&](auto to_tag) {
       using To = decltype(to_tag);
       To* d = dst.data<To>();
       for (int64_t i = 0; i < n; ++i) d[i] = convert<To>(s[i]);

@@ -41,6 +41,28 @@ expect "run --output of a NaN still writes it, exit 1" 1 "wrote .*nan.npz" -- "$
 expect "run --output --json names the file" 0 '"output_file": \{' -- "$GRIST" run "$M/mlp.onnx" --json --output "$TMP/run-json.npz"
 expect "no temporary file is left beside the outputs" 0 "^0$" -- bash -c "ls '$TMP' | grep -c '\.tmp-'; true"
 
+# Half precision: a float16 model runs as is; a float32 model under --precision fp16 overflows where it must.
+expect "a float16 model runs, its outputs written as float16" 0 "wrote .*half.npz" -- "$GRIST" run "$M/half_mlp.onnx" --batch 2 --output "$TMP/half.npz"
+expect "numpy reads them as float16" 0 "^float16$" -- /usr/bin/python3 -c "import numpy as np; print(np.load('$TMP/half.npz')['y'].dtype)"
+expect "exp(12x) is finite in float32" 0 "every value finite" -- "$GRIST" run "$M/fp16_exp_overflow.onnx" --range 1,1.05
+expect "exp(12x) overflows under --precision fp16" 1 "node 'exp' \(Exp\)" -- "$GRIST" run "$M/fp16_exp_overflow.onnx" --range 1,1.05 --precision fp16
+expect "exp(12x) is finite under --precision bf16" 0 "every value finite" -- "$GRIST" run "$M/fp16_exp_overflow.onnx" --range 1,1.05 --precision bf16
+expect "a norm's sum of squares is finite in float32" 0 "every value finite" -- "$GRIST" run "$M/fp16_norm_overflow.onnx" --range 1,1.05 --precision fp32
+expect "... and overflows under --precision fp16" 1 "node 'sum_of_squares' \(ReduceSumSquare\)" -- "$GRIST" run "$M/fp16_norm_overflow.onnx" --range 1,1.05 --precision fp16
+expect "autocast runs MatMul in float16: it overflows under amp-fp16" 1 "node 'matmul' \(MatMul\)" -- "$GRIST" run "$M/amp_matmul_overflow.onnx" --range 1,1.05 --precision amp-fp16
+expect "... not in float32" 0 "every value finite" -- "$GRIST" run "$M/amp_matmul_overflow.onnx" --range 1,1.05
+expect "... nor under amp-bf16" 0 "every value finite" -- "$GRIST" run "$M/amp_matmul_overflow.onnx" --range 1,1.05 --precision amp-bf16
+expect "exp after a matmul overflows under fp16" 1 "node 'exp' \(Exp\)" -- "$GRIST" run "$M/amp_exp_in_float32.onnx" --range 1,1.05 --precision fp16
+expect "... but autocast keeps Exp in float32" 0 "every value finite" -- "$GRIST" run "$M/amp_exp_in_float32.onnx" --range 1,1.05 --precision amp-fp16
+expect "an unknown precision is a usage error" 2 "precision" -- "$GRIST" run "$M/mlp.onnx" --precision fp8
+printf 'model = "%s"\n[numerics]\nprecision = "fp16"\n' "$M/fp16_exp_overflow.onnx" >"$TMP/fp16.toml"
+expect "[numerics] precision in a manifest" 1 "node 'exp' \(Exp\)" -- "$GRIST" run "$TMP/fp16.toml" --range 1,1.05
+expect "--precision overrides the manifest's" 0 "every value finite" -- "$GRIST" run "$TMP/fp16.toml" --range 1,1.05 --precision fp32
+printf 'model = "%s"\n[numerics]\nprecision = "fp12"\n' "$M/fp16_exp_overflow.onnx" >"$TMP/fp12.toml"
+expect "a manifest's unknown precision is named" 2 "numerics.precision.*fp12" -- "$GRIST" run "$TMP/fp12.toml"
+expect "hunt --precision fp16: exp overflows past 11.09" 1 "TRIGGERED \(input-reached\) at iteration 1 after" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" --precision fp16 -q --max-iterations 10 --no-witness
+expect "... in float32 those iterations do not reach 88.7" 0 "not triggered: 10 iterations" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" -q --max-iterations 10 --no-witness
+
 # ONNX external data (weights beside the model), read from the model's folder and never from outside it.
 X=$TMP/external
 expect "external-data models are made" 0 "" -- /usr/bin/python3 "$SRC/tests/models/make_external_data.py" "$X"

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "data/test_files.h"
+#include "tensor/half.h"
 
 namespace grist {
 namespace {
@@ -17,7 +18,8 @@ using testing::fixture;
 using testing::ScratchDir;
 
 const DType kAllDTypes[] = {DType::Float32, DType::Float64, DType::Int8,   DType::Int16,  DType::Int32, DType::Int64,
-                            DType::UInt8,   DType::UInt16,  DType::UInt32, DType::UInt64, DType::Bool};
+                            DType::UInt8,   DType::UInt16,  DType::UInt32, DType::UInt64, DType::Bool,
+                            DType::Float16};
 
 // Distinct bytes everywhere (NaN payloads included for floats), 0/1 for bool.
 Tensor patterned(DType dtype, const Shape& shape) {
@@ -199,7 +201,7 @@ TEST(Npy, RejectsMalformedHeadersWithClearErrors) {
       {make_npy("{'descr': '<f4, 'fortran_order': False, 'shape': (3,)}"), "type '<f4, ' is not supported"},
       {make_npy("{'descr': '<f4"), "unterminated string"},
       {make_npy("{'descr': '<c8', 'fortran_order': False, 'shape': (3,)}"), "'<c8' is not supported (complex"},
-      {make_npy("{'descr': '<f2', 'fortran_order': False, 'shape': (3,)}"), "float16 is not supported"},
+      {make_npy("{'descr': '<f16', 'fortran_order': False, 'shape': (3,)}"), "'<f16' is not supported"},
       {make_npy("{'descr': '|O', 'fortran_order': False, 'shape': (3,)}"), "object arrays"},
       {make_npy("{'descr': '<U3', 'fortran_order': False, 'shape': (3,)}"), "string arrays"},
       {make_npy("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (3,)}"), "structured .npy arrays"},
@@ -287,6 +289,27 @@ TEST(Npy, MissingFileNamesThePath) {
   Status w = write_npy("/nonexistent/dir/y.npy", Tensor::scalar<float>(1.0f));
   ASSERT_FALSE(w);
   EXPECT_EQ(w.message().rfind("/nonexistent/dir/y.npy: ", 0), 0u) << w.message();
+}
+
+TEST(Npy, ReadsNumpysFloat16) {
+  auto t = read_npy(fixture("float16_5.npy"));
+  ASSERT_TRUE(t) << t.message();
+  ASSERT_EQ(t->dtype(), DType::Float16);
+  const uint16_t expected[] = {0x3c00, 0x7bff, 0x0001, 0xfc00, 0xc100};  // 1, 65504, 2^-24, -inf, -2.5
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(t->data<Half>()[i].bits, expected[i]) << i;
+}
+
+TEST(Npy, WritesBFloat16AsTheFloat32ValuesItHolds) {
+  Tensor b(kBFloat16, Shape{2});
+  b.data<BFloat16>()[0] = to_bfloat16(1.5f);
+  b.data<BFloat16>()[1] = to_bfloat16(-0x1p-133f);
+  auto bytes = encode_npy(b);
+  ASSERT_TRUE(bytes) << bytes.message();
+  auto back = parse_npy(*bytes, "mem");
+  ASSERT_TRUE(back) << back.message();
+  ASSERT_EQ(back->dtype(), DType::Float32);
+  EXPECT_EQ(back->data<float>()[0], 1.5f);
+  EXPECT_EQ(back->data<float>()[1], -0x1p-133f);
 }
 
 TEST(Npy, WriterRejectsUnstorableTensors) {
