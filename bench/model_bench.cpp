@@ -4,10 +4,13 @@
 //   build/bench/model_bench [--iters N] [--warmup N] [--no-scan] [--profile] MODEL.onnx[=INPUT.npy] ...
 //
 // Each model is loaded once; its first float input is INPUT.npy (or uniform [0, 1) noise of its declared
-// shape, batch 1). It prints one JSON line per model: {"model", "samples_ms": [...], "median_ms"}, the samples
-// being N warm forwards after `warmup` untimed ones. --profile adds "nodes": each node's warm median, measured by
-// re-running its kernel alone on the inputs the full forward left (so it excludes the non-finite scan), and
-// "ops": those medians summed per op type. Errors print one line on stderr and exit 2.
+// shape, batch 1). It prints one JSON line per model: {"model", "samples_ms", "median_ms", "cpu_ms",
+// "median_cpu_ms"}: wall-clock and this thread's CPU time of N warm forwards after `warmup` untimed ones (on
+// shared cores the CPU time leaves out the time other work held the core). --profile adds "nodes": each node's
+// median CPU time, measured by re-running its kernel alone on the inputs the full forward left (so it excludes
+// the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. Errors print one line on stderr and exit 2.
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +33,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// This thread's CPU time: on cores shared with other work, the time it was descheduled does not count.
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
 
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
@@ -62,9 +72,9 @@ Result<nlohmann::json> profile_nodes(const Graph& g, const Executor& ex, int ite
     std::vector<double> samples;
     for (int i = 0; i <= iters; ++i) {  // the first run sizes the outputs and scratch: not timed
       ForwardContext ctx{node, in, out, state, rng, std::nullopt};
-      const auto t0 = Clock::now();
+      const double c0 = thread_cpu_ms();
       GRIST_TRY(op->forward(ctx));
-      if (i > 0) samples.push_back(ms_since(t0));
+      if (i > 0) samples.push_back(thread_cpu_ms() - c0);
     }
     const double m = median(samples);
     per_op[node.op_type] += m;
@@ -98,13 +108,18 @@ Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
     GRIST_TRY(ex.set_input(id, *t));
   }
   GRIST_CHECK(given_used, "{}: has no float input for {}", path, input);
-  std::vector<double> samples;
+  std::vector<double> samples, cpu;
   for (int i = 0; i < o.warmup + o.iters; ++i) {
     const auto t0 = Clock::now();
+    const double c0 = thread_cpu_ms();
     GRIST_TRY(ex.forward());
-    if (i >= o.warmup) samples.push_back(ms_since(t0));
+    if (i >= o.warmup) {
+      samples.push_back(ms_since(t0));
+      cpu.push_back(thread_cpu_ms() - c0);
+    }
   }
-  nlohmann::json j{{"model", path}, {"samples_ms", samples}, {"median_ms", median(samples)}};
+  nlohmann::json j{{"model", path}, {"samples_ms", samples}, {"median_ms", median(samples)}, {"cpu_ms", cpu},
+                   {"median_cpu_ms", median(cpu)}};
   if (o.profile) {
     auto p = profile_nodes(g, ex, o.iters);
     if (!p) return p.error();

@@ -5,9 +5,10 @@
 //
 // One session on the CPU, THREADS intra-op threads (1: ORT's single-threaded figure), graph optimisations OPT
 // ('all', ORT's default with its Conv+BN+activation fusions, or 'disabled'). Prints one JSON line:
-// {"samples_ms": [...]} of ITERS warm session.run calls after WARMUP untimed ones, and with IDENTITY.onnx (one
-// Identity node on an input of any shape) "identity_ms": the same calls on it with the same input, the Node
-// binding's own per-call cost that small graphs' figures must not be charged with.
+// {"samples_ms", "cpu_ms"}: wall-clock and process CPU time (user + system, every thread: with one intra-op
+// thread ORT computes on the calling one) of ITERS warm session.run calls after WARMUP untimed ones; with
+// IDENTITY.onnx (one Identity node on an input of any shape) "identity_ms" and "identity_cpu_ms": the same
+// calls on it with the same input, the Node binding's own per-call cost that small graphs must not be charged.
 'use strict';
 const path = require('path');
 const { ort, readNpy } = require(path.join(__dirname, '..', 'tests', 'oracle', 'ort_run.js'));
@@ -15,15 +16,20 @@ const { ort, readNpy } = require(path.join(__dirname, '..', 'tests', 'oracle', '
 async function samples(file, x, iters, warmup, options) {
   const session = await ort.InferenceSession.create(file, options);
   const feeds = { [session.inputNames[0]]: x };
-  const out = [];
+  const wall = [], cpu = [];
   for (let i = 0; i < warmup + iters; ++i) {
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     await session.run(feeds);
+    const c = process.cpuUsage(c0);
     const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-    if (i >= warmup) out.push(ms);
+    if (i >= warmup) {
+      wall.push(ms);
+      cpu.push((c.user + c.system) / 1e3);
+    }
   }
   if (session.release) await session.release();
-  return out;
+  return { wall, cpu };
 }
 
 async function main() {
@@ -32,9 +38,13 @@ async function main() {
   const options = { executionProviders: ['cpu'], graphOptimizationLevel: opt, intraOpNumThreads: Number(threads),
                     interOpNumThreads: 1, executionMode: 'sequential' };
   const x = readNpy(input);
-  const result = { samples_ms: await samples(model, x, Number(iters), Number(warmup), options),
-                   onnxruntime: ort.env.versions };
-  if (identity) result.identity_ms = await samples(identity, x, Number(iters), Number(warmup), options);
+  const m = await samples(model, x, Number(iters), Number(warmup), options);
+  const result = { samples_ms: m.wall, cpu_ms: m.cpu, onnxruntime: ort.env.versions };
+  if (identity) {
+    const id = await samples(identity, x, Number(iters), Number(warmup), options);
+    result.identity_ms = id.wall;
+    result.identity_cpu_ms = id.cpu;
+  }
   console.log(JSON.stringify(result));
 }
 

@@ -8,7 +8,8 @@ build/e2e-models) and ONNX Runtime in tests/oracle/node_modules. Every round run
 (build/bench/model_bench), ONNX Runtime (bench/ort_time.js, graph optimisations on: its fusions are part of its
 speed) and PyTorch (rebuilt in this process from the export script's seeds, so the same weights), each on the
 model's recorded input with THREADS intra-op threads, so that load from other work on the machine falls on all
-three alike. The table gives the medians over all rounds' warm samples. ONNX Runtime's Node binding costs a fixed
+three alike. The table gives the medians over all rounds' warm samples, of CPU time with one thread (the time
+other work held the core is left out; wall-clock beside it), of wall-clock with more. ONNX Runtime's Node binding costs a fixed
 amount per call, measured on a one-Identity model with the same input: "ORT − id" subtracts it, and the ratio
 uses that figure for the small graphs (the Transformer and the RNNs), the raw one for the CNNs.
 """
@@ -55,14 +56,16 @@ def torch_model(name):
 
 
 def torch_samples(model, x, iters, warmup):
-    out = []
+    """Wall-clock and this thread's CPU time per forward, in ms."""
+    wall, cpu = [], []
     with torch.inference_mode():
         for i in range(warmup + iters):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             model(x)
             if i >= warmup:
-                out.append((time.perf_counter() - t0) * 1e3)
-    return out
+                wall.append((time.perf_counter() - t0) * 1e3)
+                cpu.append((time.thread_time() - c0) * 1e3)
+    return wall, cpu
 
 
 def run_json(cmd):
@@ -90,7 +93,8 @@ def main():
     torch.set_num_threads(args.threads)
     env_threads = {"OMP_NUM_THREADS": str(args.threads)}
     os.environ.update(env_threads)
-    samples = {n: {"grist": [], "ort": [], "identity": [], "torch": []} for n in names}
+    tools = ("grist", "ort", "identity", "torch")
+    samples = {n: {c: {t: [] for t in tools} for c in ("wall", "cpu")} for n in names}
     with tempfile.TemporaryDirectory() as tmp:
         identity = identity_model(tmp)
         prepared = {}
@@ -105,21 +109,31 @@ def main():
                               f"{case}.onnx={case}.input.x.npy"])
                 o = run_json(["node", os.path.join(ROOT, "bench", "ort_time.js"), str(args.iters), str(args.warmup),
                               args.ort_opt, str(args.threads), case + ".onnx", case + ".input.x.npy", identity])
-                samples[n]["grist"] += g["samples_ms"]
-                samples[n]["ort"] += o["samples_ms"]
-                samples[n]["identity"] += o["identity_ms"]
-                samples[n]["torch"] += torch_samples(module, x, args.iters, args.warmup)
+                wall, cpu = torch_samples(module, x, args.iters, args.warmup)
+                got = {"wall": {"grist": g["samples_ms"], "ort": o["samples_ms"], "identity": o["identity_ms"],
+                                "torch": wall},
+                       "cpu": {"grist": g["cpu_ms"], "ort": o["cpu_ms"], "identity": o["identity_cpu_ms"],
+                               "torch": cpu}}
+                for clock in got:
+                    for t in tools:
+                        samples[n][clock][t] += got[clock][t]
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+    # One thread: CPU time, which leaves out the time other work held the core. More threads: wall-clock
+    # (CPU time would add the threads up).
+    clock = "cpu" if args.threads == 1 else "wall"
+    other = "wall" if clock == "cpu" else "cpu"
     print(f"threads {args.threads}, opset {args.opset}, ORT graph optimisation '{args.ort_opt}', "
-          f"{args.rounds} rounds x {args.iters} warm forwards; medians in ms")
+          f"{args.rounds} rounds x {args.iters} warm forwards; medians in ms of {clock} time "
+          f"({other} time in brackets)")
     print("| model | grist | ORT | ORT − id | PyTorch | grist / ORT | grist / PyTorch |")
     print("|---|---|---|---|---|---|---|")
     for n in names:
-        s = {k: statistics.median(v) for k, v in samples[n].items()}
+        s = {k: statistics.median(v) for k, v in samples[n][clock].items()}
+        w = {k: statistics.median(v) for k, v in samples[n][other].items()}
         ort_net = s["ort"] - s["identity"]
         ratio = s["grist"] / (s["ort"] if n in CNNS else ort_net)
-        print(f"| {n} | {s['grist']:.3f} | {s['ort']:.3f} | {ort_net:.3f} | {s['torch']:.3f} | "
-              f"{ratio:.2f}× | {s['grist'] / s['torch']:.2f}× |")
+        print(f"| {n} | {s['grist']:.3f} ({w['grist']:.3f}) | {s['ort']:.3f} ({w['ort']:.3f}) | {ort_net:.3f} | "
+              f"{s['torch']:.3f} ({w['torch']:.3f}) | {ratio:.2f}× | {s['grist'] / s['torch']:.2f}× |")
     if args.json:
         with open(args.json, "x") as f:
             json.dump(samples, f)
