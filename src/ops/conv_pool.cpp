@@ -484,7 +484,7 @@ void for_each_block(const ConvShape& cs, F&& f) {
 
 // Grids of at most this many points (the deep layers of a CNN at small inputs: 2×2, 4×4) take the dot-product
 // path of narrow_product: a GEMM would pack the whole weight matrix for a handful of columns.
-constexpr int64_t kNarrowGrid = 16;
+constexpr int64_t kNarrowGrid = 8;
 
 // y (m × P) += w (m × k) · tᵀ, t = colsᵀ (P × k): per weight row, P dot products at once, each 16-element
 // chunk of the row loaded once for all P (the accumulators stay in registers: P is a template parameter).
@@ -670,57 +670,81 @@ void for_each_depthwise_plane(const ConvShape& cs, F&& f) {
       for (int64_t j = 0; j < cs.grid_channels; ++j) f(n * cs.groups + c, c * cs.grid_channels + j, n);
 }
 
-// Image rows de-interleaved for a column stride s > 1: phase r of row ih, at (ih·s + r)·phase_width, holds
-// columns r, r + s, r + 2s, ... A strided tap then reads one contiguous run of one phase.
+// The forward works on "phase planes": the zero-padded input plane split by stride, phase (rr, rc) holding the
+// padded positions (i·sh + rr, j·sw + rc) at i·width + j. Kernel offset (kh, kw) then reads, for every output
+// (oh, ow), element (oh + kh·dh / sh)·width + ow + kw·dw / sw of phase (kh·dh mod sh, kw·dw mod sw): with the
+// output rows `width` apart too, one contiguous run covers the whole plane (the columns past the output's
+// width are computed and dropped). So a 3×3 depthwise layer costs nine long vector multiply-adds per channel,
+// not nine per output row. Padding enters as zeros times the weights, as in the im2col path.
+struct PhaseLayout {
+  int64_t sh = 1, sw = 1;  // strides
+  int64_t width = 0, rows = 0, phase_size = 0;  // of each phase; phase_size includes the last run's overreach
+  int64_t rows_out = 0;                          // output rows
+  int64_t run() const { return rows_out * width; }
+};
+
+PhaseLayout phase_layout(const WindowGeometry& g) {
+  PhaseLayout l;
+  l.sh = g.stride[0];
+  l.sw = g.stride[1];
+  const int64_t padded_h = g.image[0] + g.pad_begin[0] + g.pad_end[0];
+  const int64_t padded_w = g.image[1] + g.pad_begin[1] + g.pad_end[1];
+  const int64_t reach_h = (g.kernel[0] - 1) * g.dilation[0] / l.sh, reach_w = (g.kernel[1] - 1) * g.dilation[1] / l.sw;
+  l.width = std::max(ceil_div(padded_w, l.sw), g.grid[1]);
+  l.rows = std::max(ceil_div(padded_h, l.sh), g.grid[0] + reach_h);
+  l.rows_out = g.grid[0];
+  l.phase_size = l.rows * l.width + reach_w;  // the last run reads reach_w past the last row
+  return l;
+}
+
 template <class T>
-void deinterleave_columns(const T* plane, int64_t rows, int64_t width, int64_t s, int64_t phase_width, T* out) {
-  for (int64_t ih = 0; ih < rows; ++ih)
-    for (int64_t r = 0; r < s; ++r) {
-      T* dst = out + (ih * s + r) * phase_width;
-      const T* src = plane + ih * width + r;
-      for (int64_t j = 0; r + j * s < width; ++j) dst[j] = src[j * s];
+void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* plane, T* phases) {
+  std::fill_n(phases, l.sh * l.sw * l.phase_size, T(0));
+  const int64_t w = g.image[1];
+  for (int64_t ih = 0; ih < g.image[0]; ++ih) {
+    const int64_t row = ih + g.pad_begin[0];
+    T* base = phases + (row % l.sh) * l.sw * l.phase_size + (row / l.sh) * l.width;
+    const T* src = plane + ih * w;
+    if (l.sw == 1) {
+      std::copy_n(src, w, base + g.pad_begin[1]);
+      continue;
     }
+    for (int64_t rc = 0; rc < l.sw; ++rc) {  // image columns iw0, iw0 + sw, ... land in phase column rc
+      const int64_t iw0 = ((rc - g.pad_begin[1]) % l.sw + l.sw) % l.sw;
+      T* dst = base + rc * l.phase_size + (iw0 + g.pad_begin[1]) / l.sw;
+      for (int64_t t = 0; iw0 + t * l.sw < w; ++t) dst[t] = src[iw0 + t * l.sw];
+    }
+  }
 }
 
 // y = bias + Σ_taps w · x over each window.
 template <class T>
 void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
   const WindowGeometry& g = cs.geom;
-  const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size(), s = g.stride[1];
-  const int64_t out_channels = cs.groups * cs.grid_channels, width = g.image[1];
-  // With a column stride, each tap's first input column (first + lo·s) as a phase and a place in it.
-  const int64_t phase_width = (width + s - 1) / s;
-  std::array<int64_t, kMaxDirectKernelWidth> phase{}, start{};
-  T* phases = nullptr;
-  if (s > 1) {
-    phases = scratch<T>(state, 4, g.image[0] * s, phase_width);
-    for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-      const int64_t first = kw * g.dilation[1] - g.pad_begin[1];
-      int64_t lo, hi;
-      valid_range(first, s, width, g.grid[1], lo, hi);
-      const auto k = static_cast<size_t>(kw);
-      phase[k] = (first + lo * s) % s;
-      start[k] = (first + lo * s) / s;
-    }
-  }
+  const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
+  const int64_t out_channels = cs.groups * cs.grid_channels;
+  const PhaseLayout l = phase_layout(g);
+  T* phases = scratch<T>(state, 4, l.sh * l.sw, l.phase_size);
+  T* sums = scratch<T>(state, 5, 1, l.run());
+  using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
   int64_t split = -1;  // the plane now in `phases`
   for_each_depthwise_plane(cs, [&](int64_t plane, int64_t m, int64_t n) {
-    const T* in = x + plane * image;
-    if (s > 1 && split != plane) {
-      deinterleave_columns(in, g.image[0], width, s, phase_width, phases);
+    if (split != plane) {
+      split_into_phases(g, l, x + plane * image, phases);
       split = plane;
     }
-    T* out = y + (n * out_channels + m) * grid;
-    std::fill_n(out, grid, bias ? bias[m] : T(0));
-    for_each_window_tap(g, [&](int64_t oh, int64_t ih, int64_t tap, int64_t kw, int64_t first, int64_t lo,
-                               int64_t hi) {
-      const T* src = in + ih * width + first + lo * s;
-      if (s > 1) {
-        const auto k = static_cast<size_t>(kw);
-        src = phases + (ih * s + phase[k]) * phase_width + start[k];
+    Eigen::Map<Run> acc(sums, l.run());
+    acc.setZero();
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+        const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
+        const T* src = phases + ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
+        acc += w[m * taps + kh * g.kernel[1] + kw] * Eigen::Map<const Run>(src, l.run());
       }
-      add_scaled_row(out + oh * g.grid[1] + lo, src, 1, w[m * taps + tap], hi - lo);
-    });
+    T* out = y + (n * out_channels + m) * grid;
+    const T b = bias ? bias[m] : T(0);
+    for (int64_t oh = 0; oh < g.grid[0]; ++oh)
+      Eigen::Map<Run>(out + oh * g.grid[1], g.grid[1]) = Eigen::Map<const Run>(sums + oh * l.width, g.grid[1]) + b;
   });
 }
 
