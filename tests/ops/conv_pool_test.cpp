@@ -123,10 +123,12 @@ TEST(Conv, DepthwiseWithStridesPadsDilationsAndMultiplier) {
   expect_conv_matches_definition({1, 2, 9, 37}, {4, 1, 5, 5}, {{2, 2}, {2, 2, 2, 2}, {}, 2}, {1, 4, 5, 19}, false);
 }
 
-// Grids of up to 16 points take dot products instead of a GEMM; either side of the threshold, with and without
-// im2col, and a depth that is not a multiple of the 16-element chunk.
+// Grids of up to 9 points take dot products instead of a GEMM; either side of the threshold, with and without
+// im2col, and depths that are not a multiple of the 16-element chunk.
 TEST(Conv, NarrowAndWideGrids) {
-  expect_conv_matches_definition({1, 40, 4, 4}, {3, 40, 1, 1}, {}, {1, 3, 4, 4}, true);
+  expect_conv_matches_definition({1, 40, 3, 3}, {3, 40, 1, 1}, {}, {1, 3, 3, 3}, true);
+  expect_conv_matches_definition({1, 21, 2, 2}, {4, 21, 3, 3}, {{}, {1, 1, 1, 1}, {}}, {1, 4, 2, 2}, true);
+  expect_conv_matches_definition({1, 40, 2, 5}, {3, 40, 1, 1}, {}, {1, 3, 2, 5}, false);
   expect_conv_matches_definition({2, 40, 3, 3}, {5, 40, 3, 3}, {}, {2, 5, 1, 1}, true);
   expect_conv_matches_definition({1, 21, 4, 5}, {5, 21, 3, 3}, {{}, {1, 0, 1, 0}, {}}, {1, 5, 4, 3}, false);
   expect_conv_matches_definition({1, 21, 3, 6}, {5, 21, 3, 3}, {{}, {1, 1, 1, 1}, {}}, {1, 5, 3, 6}, true);
