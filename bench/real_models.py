@@ -11,7 +11,9 @@ model's recorded input with THREADS intra-op threads, so that load from other wo
 three alike. The table gives the medians over all rounds' warm samples, of CPU time with one thread (the time
 other work held the core is left out; wall-clock beside it), of wall-clock with more. ONNX Runtime's Node binding costs a fixed
 amount per call, measured on a one-Identity model with the same input: "ORT − id" subtracts it, and the ratio
-uses that figure for the small graphs (the Transformer and the RNNs), the raw one for the CNNs.
+uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
+figure, below what the subtraction can resolve), the raw one for the CNNs. --baseline times a second grist build
+(main's, say) in the same rounds, for before/after figures under the same load.
 """
 import argparse
 import json
@@ -86,6 +88,7 @@ def main():
     parser.add_argument("--ort-opt", default="all", choices=["all", "extended", "basic", "disabled"])
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--json", help="also write every sample to this file")
+    parser.add_argument("--baseline", help="another build's model_bench (say, main's), timed in the same rounds")
     args = parser.parse_args()
     models_dir = os.path.join(args.build, "e2e-models")
     grist = os.path.join(args.build, "bench", "model_bench")
@@ -93,7 +96,7 @@ def main():
     torch.set_num_threads(args.threads)
     env_threads = {"OMP_NUM_THREADS": str(args.threads)}
     os.environ.update(env_threads)
-    tools = ("grist", "ort", "identity", "torch")
+    tools = ("grist", "ort", "identity", "torch", "baseline")
     samples = {n: {c: {t: [] for t in tools} for c in ("wall", "cpu")} for n in names}
     with tempfile.TemporaryDirectory() as tmp:
         identity = identity_model(tmp)
@@ -105,15 +108,16 @@ def main():
         for r in range(args.rounds):
             for n in names:
                 case, module, x = prepared[n]
-                g = run_json([grist, "--iters", str(args.iters), "--warmup", str(args.warmup),
-                              f"{case}.onnx={case}.input.x.npy"])
+                grist_args = ["--iters", str(args.iters), "--warmup", str(args.warmup), f"{case}.onnx={case}.input.x.npy"]
+                g = run_json([grist] + grist_args)
+                base = run_json([args.baseline] + grist_args) if args.baseline else {"samples_ms": [0], "cpu_ms": [0]}
                 o = run_json(["node", os.path.join(ROOT, "bench", "ort_time.js"), str(args.iters), str(args.warmup),
                               args.ort_opt, str(args.threads), case + ".onnx", case + ".input.x.npy", identity])
                 wall, cpu = torch_samples(module, x, args.iters, args.warmup)
                 got = {"wall": {"grist": g["samples_ms"], "ort": o["samples_ms"], "identity": o["identity_ms"],
-                                "torch": wall},
+                                "torch": wall, "baseline": base["samples_ms"]},
                        "cpu": {"grist": g["cpu_ms"], "ort": o["cpu_ms"], "identity": o["identity_cpu_ms"],
-                               "torch": cpu}}
+                               "torch": cpu, "baseline": base["cpu_ms"]}}
                 for clock in got:
                     for t in tools:
                         samples[n][clock][t] += got[clock][t]
@@ -125,15 +129,23 @@ def main():
     print(f"threads {args.threads}, opset {args.opset}, ORT graph optimisation '{args.ort_opt}', "
           f"{args.rounds} rounds x {args.iters} warm forwards; medians in ms of {clock} time "
           f"({other} time in brackets)")
-    print("| model | grist | ORT | ORT − id | PyTorch | grist / ORT | grist / PyTorch |")
-    print("|---|---|---|---|---|---|---|")
+    head = "| model | grist | ORT | ORT − id | PyTorch | grist / ORT | grist / PyTorch |"
+    print(head + (" baseline | baseline / ORT |" if args.baseline else ""))
+    print("|---" * (7 + 2 * bool(args.baseline)) + "|")
     for n in names:
         s = {k: statistics.median(v) for k, v in samples[n][clock].items()}
         w = {k: statistics.median(v) for k, v in samples[n][other].items()}
         ort_net = s["ort"] - s["identity"]
-        ratio = s["grist"] / (s["ort"] if n in CNNS else ort_net)
-        print(f"| {n} | {s['grist']:.3f} ({w['grist']:.3f}) | {s['ort']:.3f} ({w['ort']:.3f}) | {ort_net:.3f} | "
-              f"{s['torch']:.3f} ({w['torch']:.3f}) | {ratio:.2f}× | {s['grist'] / s['torch']:.2f}× |")
+        ort_ref = s["ort"] if n in CNNS else ort_net
+
+        def ratio(t):  # "—" where the binding's cost is the whole of ORT's figure (the net is below resolution)
+            return f"{t / ort_ref:.2f}×" if ort_ref > 0.1 * s["ort"] else "—"
+
+        row = (f"| {n} | {s['grist']:.3f} ({w['grist']:.3f}) | {s['ort']:.3f} ({w['ort']:.3f}) | {ort_net:.3f} | "
+               f"{s['torch']:.3f} ({w['torch']:.3f}) | {ratio(s['grist'])} | {s['grist'] / s['torch']:.2f}× |")
+        if args.baseline:
+            row += f" {s['baseline']:.3f} ({w['baseline']:.3f}) | {ratio(s['baseline'])} |"
+        print(row)
     if args.json:
         with open(args.json, "x") as f:
             json.dump(samples, f)
