@@ -596,8 +596,12 @@ void weight_gradient(const ConvShape& cs, const T* image, const T* grid, NodeSta
 // Kernels up to this wide keep their per-column ranges on the stack; wider ones take the im2col path.
 constexpr int64_t kMaxDirectKernelWidth = 16;
 
+// Column strides up to this keep their phase offsets on the stack (phase planes, below).
+constexpr int64_t kMaxPhaseStride = 16;
+
 bool is_depthwise_2d(const ConvShape& cs) {
-  return cs.image_channels == 1 && cs.groups > 1 && cs.geom.rank == 2 && cs.geom.kernel[1] <= kMaxDirectKernelWidth;
+  return cs.image_channels == 1 && cs.groups > 1 && cs.geom.rank == 2 && cs.geom.kernel[1] <= kMaxDirectKernelWidth &&
+         cs.geom.stride[1] <= kMaxPhaseStride;
 }
 
 // Calls f(oh, ih, tap, kw, first, lo, hi) for each output row oh and kernel offset tap = (kh, kw) whose input
@@ -704,19 +708,27 @@ template <class T>
 void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* plane, T* phases, T padding = T(0)) {
   std::fill_n(phases, l.sh * l.sw * l.phase_size, padding);
   const int64_t w = g.image[1];
+  // Per phase column rc: the first image column it holds and where that goes (divisions once, not per row).
+  std::array<int64_t, kMaxPhaseStride> first_col{}, first_dst{};
+  for (int64_t rc = 0; rc < l.sw; ++rc) {
+    const auto r = static_cast<size_t>(rc);
+    first_col[r] = ((rc - g.pad_begin[1]) % l.sw + l.sw) % l.sw;
+    first_dst[r] = rc * l.phase_size + (first_col[r] + g.pad_begin[1]) / l.sw;
+  }
+  int64_t row_phase = g.pad_begin[0] % l.sh, row_index = g.pad_begin[0] / l.sh;  // of image row 0
   for (int64_t ih = 0; ih < g.image[0]; ++ih) {
-    const int64_t row = ih + g.pad_begin[0];
-    T* base = phases + (row % l.sh) * l.sw * l.phase_size + (row / l.sh) * l.width;
+    T* base = phases + row_phase * l.sw * l.phase_size + row_index * l.width;
     const T* src = plane + ih * w;
     if (l.sw == 1) {
       std::copy_n(src, w, base + g.pad_begin[1]);
-      continue;
+    } else {
+      for (int64_t rc = 0; rc < l.sw; ++rc) {
+        const auto r = static_cast<size_t>(rc);
+        T* dst = base + first_dst[r];
+        for (int64_t iw = first_col[r], t = 0; iw < w; iw += l.sw, ++t) dst[t] = src[iw];
+      }
     }
-    for (int64_t rc = 0; rc < l.sw; ++rc) {  // image columns iw0, iw0 + sw, ... land in phase column rc
-      const int64_t iw0 = ((rc - g.pad_begin[1]) % l.sw + l.sw) % l.sw;
-      T* dst = base + rc * l.phase_size + (iw0 + g.pad_begin[1]) / l.sw;
-      for (int64_t t = 0; iw0 + t * l.sw < w; ++t) dst[t] = src[iw0 + t * l.sw];
-    }
+    if (++row_phase == l.sh) row_phase = 0, ++row_index;
   }
 }
 
@@ -996,7 +1008,7 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   auto take = [](T v, T best) { return select((v > best) | is_nan_value(v), v, best); };
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    if (g.rank == 2) {
+    if (g.rank == 2 && g.stride[1] <= kMaxPhaseStride) {
       // On phase planes padded with −inf, as the depthwise convolution: one vector max per kernel offset over
       // the whole plane. The new value goes first, so that a NaN in it takes over and one already taken stays.
       const PhaseLayout l = phase_layout(g);
