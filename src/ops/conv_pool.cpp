@@ -706,7 +706,8 @@ PhaseLayout phase_layout(const WindowGeometry& g) {
 // The phases of one input plane; `padding` fills every position outside the image (0 for a convolution).
 template <class T>
 void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* plane, T* phases, T padding = T(0)) {
-  std::fill_n(phases, l.sh * l.sw * l.phase_size, padding);
+  using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<Run>(phases, l.sh * l.sw * l.phase_size).setConstant(padding);
   const int64_t w = g.image[1];
   // Per phase column rc: the first image column it holds and where that goes (divisions once, not per row).
   std::array<int64_t, kMaxPhaseStride> first_col{}, first_dst{};
@@ -724,8 +725,14 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
     } else {
       for (int64_t rc = 0; rc < l.sw; ++rc) {
         const auto r = static_cast<size_t>(rc);
+        const int64_t n = (w - first_col[r] + l.sw - 1) / l.sw;
         T* dst = base + first_dst[r];
-        for (int64_t iw = first_col[r], t = 0; iw < w; iw += l.sw, ++t) dst[t] = src[iw];
+        const T* from = src + first_col[r];
+        if (l.sw == 2) {  // the common stride, a constant the vectoriser turns into permutes
+          for (int64_t t = 0; t < n; ++t) dst[t] = from[2 * t];
+        } else {
+          for (int64_t t = 0; t < n; ++t) dst[t] = from[t * l.sw];
+        }
       }
     }
     if (++row_phase == l.sh) row_phase = 0, ++row_index;
