@@ -8,7 +8,8 @@
 // "median_cpu_ms"}: wall-clock and this thread's CPU time of N warm forwards after `warmup` untimed ones (on
 // shared cores the CPU time leaves out the time other work held the core). --profile adds "nodes": each node's
 // median CPU time, measured by re-running its kernel alone on the inputs the full forward left (so it excludes
-// the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. Errors print one line on stderr and exit 2.
+// the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. Errors print one
+// line on stderr and exit 2.
 #include <time.h>
 
 #include <algorithm>

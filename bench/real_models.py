@@ -9,8 +9,9 @@ build/e2e-models) and ONNX Runtime in tests/oracle/node_modules. Every round run
 speed) and PyTorch (rebuilt in this process from the export script's seeds, so the same weights), each on the
 model's recorded input with THREADS intra-op threads, so that load from other work on the machine falls on all
 three alike. The table gives the medians over all rounds' warm samples, of CPU time with one thread (the time
-other work held the core is left out; wall-clock beside it), of wall-clock with more. ONNX Runtime's Node binding costs a fixed
-amount per call, measured on a one-Identity model with the same input: "ORT − id" subtracts it, and the ratio
+other work held the core is left out; wall-clock beside it), of wall-clock with more. ONNX Runtime's Node
+binding costs a fixed amount per call, measured on a one-Identity model with the same input: "ORT − id"
+subtracts it, and the ratio
 uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
 figure, below what the subtraction can resolve), the raw one for the CNNs. --baseline times a second grist build
 (main's, say) in the same rounds, for before/after figures under the same load.
@@ -108,7 +109,8 @@ def main():
         for r in range(args.rounds):
             for n in names:
                 case, module, x = prepared[n]
-                grist_args = ["--iters", str(args.iters), "--warmup", str(args.warmup), f"{case}.onnx={case}.input.x.npy"]
+                grist_args = ["--iters", str(args.iters), "--warmup", str(args.warmup),
+                              f"{case}.onnx={case}.input.x.npy"]
                 g = run_json([grist] + grist_args)
                 base = run_json([args.baseline] + grist_args) if args.baseline else {"samples_ms": [0], "cpu_ms": [0]}
                 o = run_json(["node", os.path.join(ROOT, "bench", "ort_time.js"), str(args.iters), str(args.warmup),
