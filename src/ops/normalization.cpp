@@ -9,6 +9,7 @@
 
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
+#include "util/eigen.h"
 
 namespace grist {
 namespace {
@@ -81,10 +82,15 @@ void for_each_in_channel(const BatchNormLayout& l, int64_t c, F&& f) {
   }
 }
 
-// y = (x − mean[c])·(scale[c]·invstd[c]) + bias[c] over one channel.
+// y = (x − mean[c])·(scale[c]·invstd[c]) + bias[c] over one channel, through Eigen's arrays so that it is
+// vectorised (the same operations per element, in the same order).
 template <class T>
 void normalize_channel(const BatchNormLayout& l, int64_t c, const T* x, T mean, T a, T bias, T* y) {
-  for_each_in_channel(l, c, [&](int64_t i) { y[i] = (x[i] - mean) * a + bias; });
+  using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t base = (n * l.channels + c) * l.inner;
+    Eigen::Map<Row>(y + base, l.inner) = (Eigen::Map<const Row>(x + base, l.inner) - mean) * a + bias;
+  }
 }
 
 // Batch statistics (population variance, as ONNX and PyTorch normalise with) into mean/var.

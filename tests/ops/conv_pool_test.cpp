@@ -115,6 +115,25 @@ TEST(Conv, GroupedAndDepthwise) {
   expect_conv_matches_definition({2, 3, 5, 4}, {3, 1, 2, 2}, {{}, {}, {}, 3}, {2, 3, 4, 3}, false);
 }
 
+// Depthwise 2-D convolutions take a direct loop (conv_pool.cpp): strides, pads, dilations, a channel
+// multiplier, rows long enough for its vector chunks and short ones.
+TEST(Conv, DepthwiseWithStridesPadsDilationsAndMultiplier) {
+  expect_conv_matches_definition({2, 3, 7, 6}, {6, 1, 3, 3}, {{2, 1}, {1, 2, 1, 0}, {1, 2}, 3}, {2, 6, 4, 4}, true);
+  expect_conv_matches_definition({1, 2, 5, 40}, {2, 1, 3, 3}, {{}, {1, 1, 1, 1}, {}, 2}, {1, 2, 5, 40}, true);
+  expect_conv_matches_definition({1, 2, 9, 37}, {4, 1, 5, 5}, {{2, 2}, {2, 2, 2, 2}, {}, 2}, {1, 4, 5, 19}, false);
+}
+
+// Grids of up to 9 points take dot products instead of a GEMM; either side of the threshold, with and without
+// im2col, and depths that are not a multiple of the 16-element chunk.
+TEST(Conv, NarrowAndWideGrids) {
+  expect_conv_matches_definition({1, 40, 3, 3}, {3, 40, 1, 1}, {}, {1, 3, 3, 3}, true);
+  expect_conv_matches_definition({1, 21, 2, 2}, {4, 21, 3, 3}, {{}, {1, 1, 1, 1}, {}}, {1, 4, 2, 2}, true);
+  expect_conv_matches_definition({1, 40, 2, 5}, {3, 40, 1, 1}, {}, {1, 3, 2, 5}, false);
+  expect_conv_matches_definition({2, 40, 3, 3}, {5, 40, 3, 3}, {}, {2, 5, 1, 1}, true);
+  expect_conv_matches_definition({1, 21, 4, 5}, {5, 21, 3, 3}, {{}, {1, 0, 1, 0}, {}}, {1, 5, 4, 3}, false);
+  expect_conv_matches_definition({1, 21, 3, 6}, {5, 21, 3, 3}, {{}, {1, 1, 1, 1}, {}}, {1, 5, 3, 6}, true);
+}
+
 TEST(Conv, OneAndThreeDimensional) {
   expect_conv_matches_definition({2, 2, 9}, {3, 2, 3}, {{2}, {1, 2}, {2}}, {2, 3, 4}, true);
   expect_conv_matches_definition({1, 2, 4, 5, 3}, {2, 2, 2, 3, 2}, {{1, 2, 1}, {1, 0, 1, 0, 1, 0}, {}}, {1, 2, 4, 2, 3},
@@ -201,6 +220,21 @@ TEST(ConvGradient, Grouped) {
   expect_gradient_matches(
       node_spec("Conv", window_attrs({{}, {1, 1, 1, 1}, {}, 2})),
       {random_tensor(rng, {1, 4, 4, 4}), random_tensor(rng, {4, 2, 3, 3}), random_tensor(rng, {4})});
+}
+
+TEST(ConvGradient, DepthwiseWithStridesPadsDilationsAndMultiplier) {
+  Rng rng(114);
+  expect_gradient_matches(
+      node_spec("Conv", window_attrs({{2, 1}, {1, 2, 1, 0}, {1, 2}, 3})),
+      {random_tensor(rng, {2, 3, 7, 6}), random_tensor(rng, {6, 1, 3, 3}), random_tensor(rng, {6})});
+  expect_gradient_matches(node_spec("Conv", window_attrs({{}, {1, 1, 1, 1}, {}, 2})),
+                          {random_tensor(rng, {1, 2, 3, 20}), random_tensor(rng, {2, 1, 3, 3})});
+}
+
+TEST(ConvGradient, NarrowGrid) {
+  Rng rng(115);
+  expect_gradient_matches(node_spec("Conv"), {random_tensor(rng, {2, 18, 3, 3}), random_tensor(rng, {3, 18, 2, 2}),
+                                              random_tensor(rng, {3})});
 }
 
 TEST(ConvGradient, OneDimensionalPointwiseAndThreeDimensional) {
@@ -394,6 +428,32 @@ TEST(MaxPool, NaNInTheWindowWins) {
   EXPECT_TRUE(std::isnan(out[0].get_as_double(0)));
   EXPECT_TRUE(std::isnan(out[0].get_as_double(1)));
   EXPECT_EQ(out[0].get_as_double(2), 3.0);
+}
+
+// Without the indices output, MaxPool keeps the values only (a direct 2-D loop); they must be those the argmax
+// path gives, NaN and padding and ceil_mode included.
+TEST(MaxPool, ValuesAloneMatchTheArgmaxPath) {
+  Rng rng(141);
+  Tensor x = random_tensor(rng, {2, 3, 9, 11}, -1, 1, DType::Float32);
+  x.data<float>()[17] = NAN;
+  x.data<float>()[200] = NAN;
+  const Window windows[] = {{{2, 2}, {1, 1, 1, 1}, {}}, {{2, 1}, {0, 2, 1, 0}, {1, 2}}, {{1, 3}, {}, {2, 1}}};
+  for (const Window& win : windows) {
+    for (int ceil : {0, 1}) {
+      NodeSpec values = pool_spec("MaxPool", {3, 3}, win, {{"ceil_mode", attr_int(ceil)}});
+      NodeSpec with_indices = values;
+      with_indices.num_outputs = 2;
+      auto a = run_node(values, {x});
+      auto b = run_node(with_indices, {x});
+      ASSERT_EQ(a.size(), 1u);
+      ASSERT_EQ(b.size(), 2u);
+      ASSERT_EQ(a[0].shape(), b[0].shape());
+      for (int64_t i = 0; i < a[0].numel(); ++i) {
+        const float u = a[0].data<float>()[i], v = b[0].data<float>()[i];
+        EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << i << ": " << u << " vs " << v;
+      }
+    }
+  }
 }
 
 TEST(MaxPool, IntegerInput) {

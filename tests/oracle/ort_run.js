@@ -71,4 +71,6 @@ async function main() {
   fs.writeFileSync(path.join(dir, 'ort.json'), JSON.stringify({ onnxruntime: ort.env.versions, cases: ran }, null, 1) + '\n');
 }
 
-main().catch(e => { console.error(`ort_run: ${e.message || e}`); process.exit(1); });
+// bench/ort_time.js reuses the reader and the module; run as a script, this file is the oracle.
+module.exports = { ort, readNpy };
+if (require.main === module) main().catch(e => { console.error(`ort_run: ${e.message || e}`); process.exit(1); });
