@@ -97,10 +97,12 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   if (f.step_weights >= 0) {
     c.weight_change = f.step_weights;
     c.weights_after = 0;
+    c.weights_clock = true;
   }
   if (f.weights_after >= 0) {  // an explicit fraction, without the 10 s cap
     c.weights_after = f.weights_after;
     c.weights_after_s = std::numeric_limits<double>::infinity();
+    c.weights_clock = true;
   }
   // How far the search may go beyond the inputs: crafted training batches (training-reached findings), then
   // the weights themselves (weights-perturbed ones).
@@ -267,12 +269,12 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_option("--step-weights", f->step_weights,
                   "sign-step the weights by this epsilon against the objective from the first iteration (weights "
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
-                  "default they join with epsilon 0.01 once the inputs (a quarter of each hazard's budget, 10 s at "
-                  "most) and, for a model that trains, crafted training batches (half of what is left, 20 s at "
-                  "most) have had their turn");
+                  "default they join with epsilon 0.01 once the inputs and, for a model that trains, crafted training "
+                  "batches have stalled (their objective stopped improving, or the batch stopped moving) or had "
+                  "half of what is left of the budget");
   cmd->add_option("--weights-after", f->weights_after,
-                  "fraction of each hazard's budget searched with the inputs alone before the weights join "
-                  "(default 0.25, and 10 s at most; given here, the fraction alone counts)")
+                  "a clock instead of the search's own stall rule: the fraction of each hazard's budget searched "
+                  "with the inputs alone before crafted training and the weights join (the fraction alone counts)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--reach", f->reach,
                   "how far the search goes beyond the inputs: inputs (the data alone, as GRIST), training (also "

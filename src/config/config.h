@@ -49,6 +49,12 @@ struct SearchConfig {
   double weight_change = 0.01;
   double weights_after = 0.25;
   double weights_after_s = 10;
+  // Unless the user set that clock (weights_clock: --weights-after, --step-weights, the manifest's weights_after or
+  // weights_after_s), the search decides when each stage has had its turn: the inputs' when their objective has
+  // not improved over a window of iterations, or the batch stopped moving (pinned at its clip bounds, or its
+  // gradient vanished) while the objective stood still; crafted training's and the optimizer-sized weight steps'
+  // when their objective stalls. Half of what is left of the budget stays the backstop of each.
+  bool weights_clock = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the
