@@ -33,6 +33,7 @@ struct BenchFlags {
   int64_t seed = 1;
   std::string reach = "weights";
   bool no_replay = false;
+  bool stall_rule = false;
   bool quiet = false;
   bool fix = false;
   double fix_hunt_seconds = 5;
@@ -170,6 +171,7 @@ int bench_main(const BenchFlags& f) {
   }
   o.no_weights = f.reach != "weights";
   o.no_training = f.reach == "inputs";
+  o.stall_rule = f.stall_rule;
   std::optional<ShardSpec> shard;
   if (!f.shard.empty()) {
     auto spec = parse_shard(f.shard);
@@ -232,7 +234,8 @@ int bench_main(const BenchFlags& f) {
 int merge_main(const MergeFlags& f) {
   const fs::path base = fs::path(f.out) / "bench-merged";
   for (const char* ext : {".csv", ".json", ".md"})
-    if (fs::exists(base.string() + ext)) return fail(fmt::format("{}{}: exists already; not overwriting it", base.string(), ext));
+    if (fs::exists(base.string() + ext))
+      return fail(fmt::format("{}{}: exists already; not overwriting it", base.string(), ext));
   auto rows = merge_shards(f.shards);
   if (!rows) return fail(rows.message());
   std::printf("%s", bench_header().c_str());
@@ -261,8 +264,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--time-limit", f->time_limit, "per run: 90s, 1.5m, 2h, or a bare number of seconds")
       ->capture_default_str();
   cmd->add_option("--max-iterations", f->max_iterations,
-                  "iterations per hazard, for every subject (the stages' backstop is then half of them instead of "
-                  "half of the time): a run whose outcome does not depend on the machine's speed");
+                  "iterations per hazard, for every subject (the weights join after a quarter of them instead of "
+                  "after a quarter of the time): a run whose outcome does not depend on the machine's speed");
   cmd->add_option("--only", f->only, "comma-separated subject ids, e.g. 2a,14,26");
   cmd->add_option("--seed", f->seed, "seed of the first run (run k uses seed+k)")->capture_default_str();
   cmd->add_option("--out", f->out, "folder for the result files")->capture_default_str();
@@ -274,6 +277,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-replay", f->no_replay,
                 "do not replay each trigger's witness (by default every witness is written to a scratch folder "
                 "and replayed as `grist replay` would, and the table says how many fail again)");
+  cmd->add_flag("--stall-rule", f->stall_rule,
+                "every hunt ends each stage when the search stalls instead of on its share of the budget (grist hunt "
+                "--stall-rule)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->add_flag("--fix", f->fix,
                 "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "

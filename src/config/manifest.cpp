@@ -328,7 +328,6 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   if (!(*weights_after >= 0 && *weights_after <= 1))
     return r.error(p + "weights_after", "must be a fraction of the budget, from 0 to 1");
   m.search.weights_after = *weights_after;
-  if (t.contains("weights_after") || t.contains("weights_after_s")) m.search.weights_clock = true;
   auto weights_after_s = r.number(t, p, "weights_after_s", m.search.weights_after_s);
   if (!weights_after_s) return weights_after_s.error();
   if (!(*weights_after_s >= 0)) return r.error(p + "weights_after_s", "must be a number of seconds, 0 or more");

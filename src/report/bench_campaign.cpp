@@ -204,6 +204,7 @@ nlohmann::json campaign_config(const BenchOptions& o, const std::vector<std::str
           {"variant", variant},
           {"reach", reach_of(o)},
           {"replay", static_cast<bool>(o.replay)},
+          {"stall_rule", o.stall_rule},
           {"subjects", list}};
 }
 

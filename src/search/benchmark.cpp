@@ -112,6 +112,7 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
     if (o.no_weights) h.manifest.search.weight_change = 0;
     if (o.no_training) h.manifest.search.training_share = 0;
+    if (o.stall_rule) h.manifest.search.stall_rule = true;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
     ++runs_done;

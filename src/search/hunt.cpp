@@ -354,16 +354,15 @@ bool TargetSearch::newton_step_weights() {
   return true;
 }
 
-// The inputs have had their turn: decided from the search (see SearchConfig::weights_clock), half the budget
-// gone, or the first backward showed that no data input reaches the objective (a divisor made of weights only).
-// With the user's clock: their share of the budget (of max_iterations when set, alone), no longer than
-// weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the
-// iterations (50 at least).
+// The inputs have had their turn: the first backward showed that no data input reaches the objective (a divisor
+// made of weights only), or by the clock: their share of the budget (of max_iterations when set, alone), no
+// longer than weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the
+// iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs) return false;
   if (objective_backward_ran_ && !data_reaches_objective_) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
-  if (cfg_.weights_clock) {
+  if (!cfg_.stall_rule) {
     if (by_iterations)
       return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
     if (elapsed >= 0.5 * budget_s) return true;
@@ -405,7 +404,7 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   if (phase_ != Phase::Training) return false;
   if (crafted_bytes_ >= kMaxCraftedBytes) return true;
   if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return true;
-  return !cfg_.weights_clock && stalled(it, elapsed, training_budget_s_, kStageWindow);
+  return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
@@ -449,7 +448,7 @@ void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget
 void TargetSearch::coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out) {
   if (!optimizer_sized_) return;
   const bool due = cfg_.max_iterations > 0 ? it >= coordinated_from_it_ : elapsed >= coordinated_from_s_;
-  if (!due && (cfg_.weights_clock || !stalled(it, elapsed, coordinated_budget_s_, kStageWindow))) return;
+  if (!due && (!cfg_.stall_rule || !stalled(it, elapsed, coordinated_budget_s_, kStageWindow))) return;
   optimizer_sized_ = false;
   begin_stage(it, elapsed);
   weight_eps_ = cfg_.weight_change;

@@ -179,6 +179,7 @@ strip_json() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1
 diff <(strip_md "$1.md") <(strip_md "$2".md) && diff <(strip_json "$1.json") <(strip_json "$2".json)
 EOS
 expect "bench merge: the unsharded run's table and JSON but for the seconds" 0 "" -- bash "$TMP/same_but_seconds.sh" "$TMP/campaign/bench-merged" "$(ls "$TMP"/campaign/whole/bench-*.md | sed 's/\.md$//')"
+expect "hunt --stall-rule with a clock" 2 "--stall-rule and --weights-after/--step-weights: a clock or the stall rule, not both" -- "$GRIST" hunt "$M/logreg_toy.toml" --stall-rule --weights-after 0.5
 expect "bench --shard 0/2" 2 "--shard 0/2: shards count from 1 to 2" -- "$GRIST" bench "$TMP/zoo" --shard 0/2
 expect "bench --shard 3" 2 "--shard 3: expected I/N" -- "$GRIST" bench "$TMP/zoo" --shard 3
 expect "bench --shard with --fix" 2 "--shard does not combine with --fix" -- "$GRIST" bench "$TMP/zoo" --shard 1/2 --fix

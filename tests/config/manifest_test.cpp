@@ -192,7 +192,6 @@ counter_step = 2
   EXPECT_EQ(s.weight_change, 0.02);
   EXPECT_EQ(s.weights_after, 0.5);
   EXPECT_EQ(s.weights_after_s, 3.0);
-  EXPECT_TRUE(s.weights_clock);  // the user's clock instead of the search's stall rule
   ASSERT_TRUE(m->scan_trained_weights.has_value());
   EXPECT_EQ(*m->scan_trained_weights, (std::pair<double, double>{-4.0, 4.0}));
 
