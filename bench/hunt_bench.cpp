@@ -52,7 +52,8 @@ void BM_HuntIterations(benchmark::State& state, const char* manifest, int64_t it
     o.manifest.search.max_iterations = k;
     o.manifest.search.time_limit = 60;
     if (change > 0) o.manifest.search.change = change;
-    o.manifest.search.weight_change = 0;  // the GRIST loop, as the passes below: inputs stepped, not weights
+    o.manifest.search.weight_change = 0;  // the GRIST loop, as the passes below: inputs stepped, not weights,
+    o.manifest.search.training_share = 0;  // and no crafted training batches
     o.batch_size = s->manifest.batch_size > 0 ? s->manifest.batch_size : 1;
     const auto start = std::chrono::steady_clock::now();
     auto r = hunt(s->graph, o);

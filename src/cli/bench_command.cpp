@@ -7,9 +7,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/durations.h"
+#include "report/bench_campaign.h"
 #include "report/bench_report.h"
 #include "report/witness.h"
 #include "search/benchmark.h"
@@ -31,9 +33,16 @@ struct BenchFlags {
   int64_t seed = 1;
   std::string reach = "weights";
   bool no_replay = false;
+  bool stall_rule = false;
   bool quiet = false;
   bool fix = false;
   double fix_hunt_seconds = 5;
+  std::string shard;  // "i/n": only that slice of the runs, written to a shard file
+};
+
+struct MergeFlags {
+  std::vector<std::string> shards;
+  std::string out = "bench-results";
 };
 
 // Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
@@ -70,6 +79,75 @@ Status write_new(const fs::path& p, const std::string& text) {
   return Status::ok();
 }
 
+// bench's exit status for its rows: 1 when a witness did not fail again, a trigger contradicted a proof, a subject
+// did not trigger in every run or fired on another op, or a repair was not verified.
+int verdict(const std::vector<SubjectResult>& rows) {
+  for (const auto& r : rows) {
+    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
+    if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
+      std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
+                   r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
+      return kExitNonFinite;
+    }
+    // A trigger on another op than the subject's facts name is a wrong answer, not a success.
+    if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
+  }
+  for (const auto& r : rows)
+    if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
+  return kExitClean;
+}
+
+// The totals under the rows already printed, the CSV/JSON/Markdown files at base.{csv,json,md}, and bench's exit
+// status for the rows.
+int finish(const std::vector<SubjectResult>& rows, bool fix, const fs::path& base) {
+  std::printf("\n%s", bench_totals(rows).c_str());
+  if (fix) {
+    std::printf("\n%s", bench_fix_header().c_str());
+    for (const auto& r : rows) std::printf("%s", bench_fix_row(r).c_str());
+    std::printf("\n%s", bench_fix_totals(rows).c_str());
+  }
+  for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
+                           {".json", bench_json(rows).dump(2) + "\n"},
+                           {".md", bench_markdown(rows) + (fix ? "\n" + bench_fix_markdown(rows) : "")}}) {
+    if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
+  }
+  std::printf("results: %s.{csv,json,md}\n", base.c_str());
+  return verdict(rows);
+}
+
+// A shard's runs of the subjects its slice touches, written to OUT/bench-shard-I-of-N.json. Its exit status says
+// only whether that file was written: the campaign's verdict is the merge's.
+int shard_main(const BenchFlags& f, const BenchOptions& o, const std::vector<std::string>& ids, const ShardSpec& spec,
+               bool tty) {
+  std::error_code ec;
+  fs::create_directories(f.out, ec);
+  if (ec) return fail(fmt::format("{}: cannot create: {}", f.out, ec.message()));
+  const fs::path file = fs::path(f.out) / shard_file_name(spec);
+  if (fs::exists(file)) return fail(fmt::format("{}: exists already; not overwriting it", file.string()));
+  const nlohmann::json config = campaign_config(o, ids, f.variant);
+  const auto slices = shard_runs(ids.size(), o.runs, spec);
+  int total = 0, done = 0;
+  for (const auto& runs : slices) total += static_cast<int>(runs.size());
+  std::printf("shard %d/%d: %d of the %d runs (%zu subjects x %d seeds)\n", spec.index, spec.count, total,
+              static_cast<int>(ids.size()) * o.runs, ids.size(), o.runs);
+  std::printf("%s", bench_header().c_str());
+  std::fflush(stdout);
+  std::vector<SubjectRuns> made;
+  std::vector<SubjectResult> rows;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (slices[i].empty()) continue;
+    made.push_back(run_subject_runs(ids[i], o, slices[i], /*stop_at_error=*/false, done, total));
+    rows.push_back(summarize(made.back()));
+    if (tty) std::fprintf(stderr, "\r\033[K");
+    std::printf("%s", bench_row(rows.back()).c_str());
+    std::fflush(stdout);
+  }
+  std::printf("\n%s", bench_totals(rows).c_str());
+  if (auto st = write_new(file, shard_json(config, spec, made).dump(2) + "\n"); !st) return fail(st.message());
+  std::printf("shard: %s (join the shards with grist bench merge)\n", file.c_str());
+  return kExitClean;
+}
+
 int bench_main(const BenchFlags& f) {
   BenchOptions o;
   o.zoo_dir = f.zoo;
@@ -93,6 +171,14 @@ int bench_main(const BenchFlags& f) {
   }
   o.no_weights = f.reach != "weights";
   o.no_training = f.reach == "inputs";
+  o.stall_rule = f.stall_rule;
+  std::optional<ShardSpec> shard;
+  if (!f.shard.empty()) {
+    auto spec = parse_shard(f.shard);
+    if (!spec) return fail(spec.message());
+    if (f.fix) return fail("--shard does not combine with --fix (grist fix runs once per subject: run it unsharded)");
+    shard = *spec;
+  }
   const fs::path scratch = fs::temp_directory_path() / fmt::format("grist-bench-replay-{}", ::getpid());
   if (!f.no_replay) o.replay = [scratch](const Manifest& m, const HazardOutcome& out) {
     return replay_in_scratch(scratch, m, out);
@@ -108,6 +194,12 @@ int bench_main(const BenchFlags& f) {
                  std::string(static_cast<size_t>(width - filled), '.').c_str(), done, total, subject.c_str(), run);
     std::fflush(stderr);
   };
+  if (shard) {
+    const int status = shard_main(f, o, *ids, *shard, tty);
+    std::error_code scratch_ec;
+    fs::remove_all(scratch, scratch_ec);
+    return status;
+  }
 
   std::printf("%s", bench_header().c_str());
   std::fflush(stdout);
@@ -119,12 +211,6 @@ int bench_main(const BenchFlags& f) {
     if (tty) std::fprintf(stderr, "\r\033[K");
     std::printf("%s", bench_row(rows.back()).c_str());
     std::fflush(stdout);
-  }
-  std::printf("\n%s", bench_totals(rows).c_str());
-  if (o.fix) {
-    std::printf("\n%s", bench_fix_header().c_str());
-    for (const auto& r : rows) std::printf("%s", bench_fix_row(r).c_str());
-    std::printf("\n%s", bench_fix_totals(rows).c_str());
   }
   std::error_code scratch_ec;
   fs::remove_all(scratch, scratch_ec);
@@ -142,25 +228,22 @@ int bench_main(const BenchFlags& f) {
     const std::string b = base.string();
     if (!fs::exists(b + ".csv") && !fs::exists(b + ".json") && !fs::exists(b + ".md")) break;
   }
-  for (auto [ext, text] : {std::pair<const char*, std::string>{".csv", bench_csv(rows)},
-                           {".json", bench_json(rows).dump(2) + "\n"},
-                           {".md", bench_markdown(rows) + (o.fix ? "\n" + bench_fix_markdown(rows) : "")}}) {
-    if (auto st = write_new(base.string() + ext, text); !st) return fail(st.message());
-  }
-  std::printf("results: %s.{csv,json,md}\n", base.c_str());
-  for (const auto& r : rows) {
-    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
-    if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
-      std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
-                   r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
-      return kExitNonFinite;
-    }
-    // A trigger on another op than the subject's facts name is a wrong answer, not a success.
-    if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
-  }
-  for (const auto& r : rows)
-    if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
-  return kExitClean;
+  return finish(rows, o.fix, base);
+}
+
+int merge_main(const MergeFlags& f) {
+  const fs::path base = fs::path(f.out) / "bench-merged";
+  for (const char* ext : {".csv", ".json", ".md"})
+    if (fs::exists(base.string() + ext))
+      return fail(fmt::format("{}{}: exists already; not overwriting it", base.string(), ext));
+  auto rows = merge_shards(f.shards);
+  if (!rows) return fail(rows.message());
+  std::printf("%s", bench_header().c_str());
+  for (const auto& r : *rows) std::printf("%s", bench_row(r).c_str());
+  std::error_code ec;
+  fs::create_directories(f.out, ec);
+  if (ec) return fail(fmt::format("{}: cannot create: {}", f.out, ec.message()));
+  return finish(*rows, false, base);
 }
 
 }  // namespace
@@ -194,13 +277,32 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-replay", f->no_replay,
                 "do not replay each trigger's witness (by default every witness is written to a scratch folder "
                 "and replayed as `grist replay` would, and the table says how many fail again)");
+  cmd->add_flag("--stall-rule", f->stall_rule,
+                "every hunt ends each stage when the search stalls instead of on its share of the budget (grist hunt "
+                "--stall-rule)");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->add_flag("--fix", f->fix,
                 "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "
                 "I / W / W+I (with --runs 0, only that); the repaired models go to OUT/fixed/<bug>/");
   cmd->add_option("--fix-hunt-seconds", f->fix_hunt_seconds, "the budget of the fix's hunt check (b)")
       ->capture_default_str();
-  cmd->callback([f, &action] { action = [f] { return bench_main(*f); }; });
+  cmd->add_option("--shard", f->shard,
+                  "I/N: make only shard I of N (counted from 1) of the runs (subject by subject, seed by seed, dealt "
+                  "round-robin) and write them to OUT/bench-shard-I-of-N.json for `grist bench merge`; exit 0 once "
+                  "written (the merge gives the campaign's verdict)");
+
+  auto m = std::make_shared<MergeFlags>();
+  CLI::App* merge = cmd->add_subcommand(
+      "merge",
+      "Join the shard files of one campaign (`grist bench --shard I/N`, run on any machines) into the table and "
+      "files one unsharded run writes: OUT/bench-merged.{csv,json,md}. Exit as grist bench does; 2 when the shards "
+      "come from different options, subjects or grist versions, or a run is missing or given twice.");
+  merge->add_option("shards", m->shards, "shard files, or folders holding bench-shard-*.json")->required();
+  merge->add_option("--out", m->out, "folder for the merged result files")->capture_default_str();
+  merge->callback([m, &action] { action = [m] { return merge_main(*m); }; });
+  cmd->callback([f, merge, &action] {
+    if (!merge->parsed()) action = [f] { return bench_main(*f); };
+  });
 }
 
 }  // namespace grist::cli

@@ -47,6 +47,7 @@ struct HuntFlags {
   bool no_scan = false;
   double step_weights = -1;
   double weights_after = -1;
+  bool stall_rule = false;
   bool inputs_only = false;
   std::string reach;
   bool json = false;
@@ -102,6 +103,11 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
   if (f.weights_after >= 0) {  // an explicit fraction, without the 10 s cap
     c.weights_after = f.weights_after;
     c.weights_after_s = std::numeric_limits<double>::infinity();
+  }
+  if (f.stall_rule) {
+    if (f.weights_after >= 0 || f.step_weights >= 0)
+      return make_error("--stall-rule and --weights-after/--step-weights: a clock or the stall rule, not both");
+    c.stall_rule = true;
   }
   // How far the search may go beyond the inputs: crafted training batches (training-reached findings), then
   // the weights themselves (weights-perturbed ones).
@@ -281,11 +287,15 @@ void add_hunt_command(CLI::App& app, Action& action) {
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
                   "default they join with epsilon 0.01 once the inputs (a quarter of each hazard's budget, 10 s at "
                   "most) and, for a model that trains, crafted training batches (half of what is left, 20 s at "
-                  "most) have had their turn");
+                  "most) have had their turn (--stall-rule: once they stall)");
   cmd->add_option("--weights-after", f->weights_after,
-                  "fraction of each hazard's budget searched with the inputs alone before the weights join "
-                  "(default 0.25, and 10 s at most; given here, the fraction alone counts)")
+                  "fraction of each hazard's budget searched with the inputs alone before crafted training and the "
+                  "weights join (default 0.25, and 10 s at most; given here, the fraction alone counts)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_flag("--stall-rule", f->stall_rule,
+                "end each stage (the inputs alone, crafted training, optimizer-sized weight steps) when the search "
+                "stalls instead of on its share of the budget: faster where the inputs cannot reach, but a toy whose "
+                "own training carries a flat objective to the failure may then be reached by training or weights");
   cmd->add_option("--reach", f->reach,
                   "how far the search goes beyond the inputs: inputs (the data alone, as GRIST), training (also "
                   "the model's own optimizer on crafted training batches: findings training can reach), or weights "

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "util/version.h"
 
 namespace grist::cli {
 int fail(const std::string& message) {
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
       "produced the first bad value, and shows how to fix it.\n\n"
       "Exit status: 0 nothing non-finite, 1 a NaN/Inf was found, 2 error."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "grist 0.1.0");
+  app.set_version_flag("--version", "grist " + std::string(grist::kGristVersion));
   Action action;
   add_run_command(app, action);
   add_hunt_command(app, action);

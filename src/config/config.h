@@ -49,6 +49,15 @@ struct SearchConfig {
   double weight_change = 0.01;
   double weights_after = 0.25;
   double weights_after_s = 10;
+  // With stall_rule (hunt/bench --stall-rule; an explicit clock above turns it off) the search decides instead
+  // when each stage has had its turn: the inputs' when their objective has not improved over a window of
+  // iterations, or the batch stopped moving (pinned at its clip bounds, or its gradient vanished) while the
+  // objective stood still; crafted training's and the optimizer-sized weight steps' when their objective stalls.
+  // Half of what is left of the budget stays the backstop of each. Opt-in: on the zoo it is faster where the
+  // inputs cannot reach, but it also ends the inputs' turn on toys whose own training carries a flat objective to
+  // the failure later, so that input-reached findings become training-reached or weights-perturbed
+  // (docs/RESULTS.md, session 6).
+  bool stall_rule = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the

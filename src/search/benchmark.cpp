@@ -63,36 +63,29 @@ Result<std::vector<std::string>> list_subjects(const std::string& zoo_dir, const
   return only;
 }
 
-SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& runs_done, int runs_total) {
-  SubjectResult r;
-  r.id = id;
+SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const std::vector<int>& runs,
+                             bool stop_at_error, int& runs_done, int runs_total) {
+  SubjectRuns s;
+  s.id = id;
   const fs::path dir = fs::path(o.zoo_dir) / id;
-  auto skip_runs = [&] {
-    runs_done += o.runs;
-    if (o.on_run) o.on_run(id, o.runs, runs_done, runs_total);
+  const int count = static_cast<int>(runs.size());
+  auto skip_runs = [&](const std::string& why) {
+    s.setup_error = why;
+    runs_done += count;
+    if (o.on_run) o.on_run(id, count, runs_done, runs_total);
+    return s;
   };
   auto manifest = read_manifest((dir / "manifest.toml").string());
-  if (!manifest) {
-    r.error = manifest.message();
-    skip_runs();
-    return r;
-  }
-  r.expected_op = manifest->expect.op;
-  r.study_seconds = manifest->expect.study_seconds;
-  r.study_iterations = manifest->expect.study_iterations;
-  r.note = manifest->expect.note;
-  if (!fs::exists(manifest->model)) {
-    r.error = fmt::format("{} is missing: export the zoo first (/usr/bin/python3 zoo/zoo_export.py --only {})",
-                          manifest->model, id);
-    skip_runs();
-    return r;
-  }
+  if (!manifest) return skip_runs(manifest.message());
+  s.expected_op = manifest->expect.op;
+  s.study_seconds = manifest->expect.study_seconds;
+  s.study_iterations = manifest->expect.study_iterations;
+  s.note = manifest->expect.note;
+  if (!fs::exists(manifest->model))
+    return skip_runs(fmt::format("{} is missing: export the zoo first (/usr/bin/python3 zoo/zoo_export.py --only {})",
+                                 manifest->model, id));
   auto graph = import_onnx_file(manifest->model);
-  if (!graph) {
-    r.error = graph.message();
-    skip_runs();
-    return r;
-  }
+  if (!graph) return skip_runs(graph.message());
   // The scan's proofs, to check every trigger a program run reaches against them.
   ScanOptions so;
   so.manifest = &*manifest;
@@ -107,54 +100,103 @@ SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& run
         return v.scope == Scope::EveryRun || (v.scope == Scope::Steps && v.safe_steps >= out.training_steps);
     return false;
   };
-  for (int run = 0; run < o.runs; ++run) {
+  for (int k = 0; k < count; ++k) {
+    RunRecord rec;
+    rec.run = runs[static_cast<size_t>(k)];
     HuntOptions h;
     h.manifest = *manifest;
-    h.manifest.search.seed = o.first_seed + static_cast<uint64_t>(run);
+    h.manifest.search.seed = o.first_seed + static_cast<uint64_t>(rec.run);
     h.manifest.search.time_limit = o.time_limit_s / 60.0;
     if (o.max_iterations > 0) h.manifest.search.max_iterations = o.max_iterations;
     if (o.variant) h.manifest.search.variant = *o.variant;
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
     if (o.no_weights) h.manifest.search.weight_change = 0;
     if (o.no_training) h.manifest.search.training_share = 0;
+    if (o.stall_rule) h.manifest.search.stall_rule = true;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
-    ++r.runs;
     ++runs_done;
-    if (o.on_run) o.on_run(id, run + 1, runs_done, runs_total);
+    if (o.on_run) o.on_run(id, k + 1, runs_done, runs_total);
     if (!report) {
-      r.error = report.message();
-      runs_done += o.runs - run - 1;
+      rec.error = report.message();
+      s.runs.push_back(rec);
+      if (!stop_at_error) continue;
+      runs_done += count - k - 1;
       break;
     }
     double spent = report->scan_seconds;  // time to the trigger counts the scan and the hazards before it
     for (const auto& out : report->outcomes) {
       spent += out.seconds;
       if (!out.triggered) continue;
-      ++r.triggered;
-      r.seconds.push_back(spent);
-      r.iterations.push_back(out.iterations);
-      r.study_counts.push_back(manifest->expect.study_count(out.iterations));
-      r.classes.push_back(out.finding_class);
-      r.contradicted_proofs += contradicts(out);
-      ++r.by_class[static_cast<int>(out.finding_class)];
-      if (r.expected_op.empty() || out.event.op_type == r.expected_op) ++r.expected_op_hits;
-      if (out.weights_from > 0) ++r.weight_search_hits;
+      rec.triggered = true;
+      rec.seconds = spent;
+      rec.iterations = out.iterations;
+      rec.study_count = manifest->expect.study_count(out.iterations);
+      rec.finding_class = out.finding_class;
+      rec.contradicted_proof = contradicts(out);
+      rec.expected_op = s.expected_op.empty() || out.event.op_type == s.expected_op;
+      rec.weight_search = out.weights_from > 0;
       if (o.replay) {
         auto again = o.replay(*manifest, out);
         if (!again) {
-          r.error = fmt::format("replaying the witness of run {}: {}", run + 1, again.message());
+          rec.replay_error = again.message();
         } else {
-          ++r.replayed;
-          r.reproduced += *again;
+          rec.replayed = true;
+          rec.reproduced = *again;
         }
       }
-      if (r.producer.empty())
-        r.producer = fmt::format("{} '{}' ({})", out.event.op_type, out.event.node_name, pass_name(out.pass));
+      rec.producer = fmt::format("{} '{}' ({})", out.event.op_type, out.event.node_name, pass_name(out.pass));
       break;
     }
+    s.runs.push_back(rec);
   }
-  if (o.fix) r.fix = fix_subject(id, (dir / "manifest.toml").string(), o);
+  return s;
+}
+
+SubjectResult summarize(const SubjectRuns& s) {
+  SubjectResult r;
+  r.id = s.id;
+  r.expected_op = s.expected_op;
+  r.study_seconds = s.study_seconds;
+  r.study_iterations = s.study_iterations;
+  r.note = s.note;
+  if (!s.setup_error.empty()) {
+    r.error = s.setup_error;
+    return r;
+  }
+  std::vector<const RunRecord*> ordered;
+  for (const RunRecord& rec : s.runs) ordered.push_back(&rec);
+  std::sort(ordered.begin(), ordered.end(), [](const RunRecord* a, const RunRecord* b) { return a->run < b->run; });
+  for (const RunRecord* rec : ordered) {
+    ++r.runs;
+    if (!rec->error.empty()) {
+      r.error = rec->error;
+      break;
+    }
+    if (!rec->triggered) continue;
+    ++r.triggered;
+    r.seconds.push_back(rec->seconds);
+    r.iterations.push_back(rec->iterations);
+    r.study_counts.push_back(rec->study_count);
+    r.classes.push_back(rec->finding_class);
+    r.contradicted_proofs += rec->contradicted_proof;
+    ++r.by_class[static_cast<int>(rec->finding_class)];
+    r.expected_op_hits += rec->expected_op;
+    r.weight_search_hits += rec->weight_search;
+    if (!rec->replay_error.empty())
+      r.error = fmt::format("replaying the witness of run {}: {}", rec->run + 1, rec->replay_error);
+    r.replayed += rec->replayed;
+    r.reproduced += rec->reproduced;
+    if (r.producer.empty()) r.producer = rec->producer;
+  }
+  return r;
+}
+
+SubjectResult run_subject(const std::string& id, const BenchOptions& o, int& runs_done, int runs_total) {
+  std::vector<int> runs(static_cast<size_t>(std::max(o.runs, 0)));
+  std::iota(runs.begin(), runs.end(), 0);
+  SubjectResult r = summarize(run_subject_runs(id, o, runs, /*stop_at_error=*/true, runs_done, runs_total));
+  if (o.fix) r.fix = fix_subject(id, (fs::path(o.zoo_dir) / id / "manifest.toml").string(), o);
   return r;
 }
 

@@ -27,6 +27,7 @@ struct BenchOptions {
   std::optional<Variant> variant;  // override every manifest's
   // How far the search may go beyond the inputs (SearchConfig): no weight search, no crafted training.
   bool no_weights = false, no_training = false;
+  bool stall_rule = false;  // every hunt's stages end when the search stalls (SearchConfig::stall_rule)
   std::function<void(const std::string& subject, int run, int runs_done, int runs_total)> on_run;
   // Replays a trigger's witness the way `grist replay` does (the caller writes and reads it): true when the
   // same producer fails again. Null: triggers are not replayed.
@@ -87,6 +88,44 @@ struct SubjectResult {
   int64_t median_iterations() const;
   int64_t median_study_count() const;
 };
+
+// One (subject, seed) run as the table counts it: runs made apart (`bench --shard`, on other machines) join
+// into exactly the subject's row one unsharded run gives (`bench merge`).
+struct RunRecord {
+  int run = 0;                      // 0-based: seed = first_seed + run
+  std::string error;                // the hunt failed: the subject's row stops at this run
+  bool triggered = false;
+  double seconds = 0;               // to the trigger, the scan and the hazards before it counted
+  int64_t iterations = 0;           // grist's 1-based count
+  int64_t study_count = 0;          // the same in the study's counting
+  FindingClass finding_class = FindingClass::InputReached;
+  bool expected_op = false;         // the producer is the subject's expected op
+  bool weight_search = false;       // found once the weights had joined the search
+  bool contradicted_proof = false;  // see SubjectResult::contradicted_proofs
+  bool replayed = false, reproduced = false;
+  std::string replay_error;
+  std::string producer;             // "Op 'node' (pass)"
+};
+
+// A subject's facts (its manifest's [expect]) and the runs made of it, in any order.
+struct SubjectRuns {
+  std::string id;
+  std::string expected_op;
+  std::optional<double> study_seconds;
+  std::optional<int64_t> study_iterations;
+  std::string note;
+  std::string setup_error;          // non-empty: the subject could not run at all (manifest, model)
+  std::vector<RunRecord> runs;
+};
+
+// Hunts the given runs (0-based indexes) of one subject. With stop_at_error, a failed hunt ends the subject's runs
+// (the unsharded benchmark); without, every given run is made (a shard: the merge decides what counts).
+SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const std::vector<int>& runs,
+                             bool stop_at_error, int& runs_done, int runs_total);
+
+// The subject's row from its runs, taken in run order up to the first failed hunt (what an unsharded benchmark
+// would have made).
+SubjectResult summarize(const SubjectRuns& s);
 
 // Subject ids found in zoo_dir (folders holding manifest.toml), in natural order, filtered by `only`;
 // an unknown id in `only` is an error.

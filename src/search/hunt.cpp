@@ -141,9 +141,36 @@ class TargetSearch {
   Tensor seed_;
   double objective_ = 0;
   int64_t iteration_ = 0;                 // the iteration running
-  // The inputs' progress: the best objective so far and the iteration it last improved by 0.1 %.
-  double inputs_best_ = std::numeric_limits<double>::infinity();
-  int64_t inputs_improved_at_ = 0;
+  // The current stage's progress (the inputs alone, crafted training, optimizer-sized weight steps): the best
+  // objective since it began, the iteration it last improved by 0.1 %, and the last iteration the input step moved
+  // the batch at all.
+  double stage_best_ = std::numeric_limits<double>::infinity();
+  int64_t stage_from_ = 1;
+  int64_t stage_improved_at_ = 0;
+  int64_t inputs_moved_at_ = 0;
+  // A stage has stalled when its objective has not improved over the last half of its iterations, and at least
+  // over this many: the model's own training carries an objective in fits and starts (the logistic toy's stands
+  // still for 20 iterations before it fires). When the batch has stopped moving too (pinned at its clip bounds,
+  // or its gradient gone), the inputs can do nothing more themselves and kFrozen iterations suffice.
+  // A stage is judged after kStageFloorSeconds (a quarter of the budget when that is less) at the least: a model
+  // whose iterations take microseconds searches on for what a few hundred of them cannot show (toys 32, 37 and 54
+  // stand still for hundreds of iterations before the model's own training carries them to the failure). With an
+  // iteration budget the inputs keep their fraction of it (weights_after), so such a run does not depend on the
+  // machine's speed.
+  static constexpr int64_t kInputsWindow = 20, kStageWindow = 30, kFrozen = 3;
+  static constexpr double kStageFloorSeconds = 1;
+  double stage_from_s_ = 0;
+  void begin_stage(int64_t it, double elapsed) {
+    stage_best_ = std::numeric_limits<double>::infinity();
+    stage_from_ = it;
+    stage_from_s_ = elapsed;
+    stage_improved_at_ = it - 1;
+  }
+  bool stalled(int64_t it, double elapsed, double budget_s, int64_t min_window) const {
+    if (cfg_.max_iterations <= 0 && elapsed - stage_from_s_ < std::min(kStageFloorSeconds, 0.25 * budget_s))
+      return false;
+    return it - stage_improved_at_ > std::max(min_window, (it - stage_from_) / 2);
+  }
 
   // Crafted training (Phase::Training).
   double training_until_s_ = 0;           // its end, in seconds of this search
@@ -164,6 +191,7 @@ class TargetSearch {
   double weight_eps_ = 0;
   bool optimizer_sized_ = false;
   double coordinated_from_s_ = 0;
+  double training_budget_s_ = 0, coordinated_budget_s_ = 0;  // those stages' shares, for their floors
   int64_t coordinated_from_it_ = 0;
   // The weight search's reach, for weights-perturbed findings.
   std::vector<Tensor> join_weights_;      // stepped_weights_ when they joined
@@ -214,8 +242,8 @@ Status TargetSearch::setup() {
   search_ids_ = data_ids_;
   stepped_weights_.clear();
   phase_ = Phase::Inputs;
-  inputs_best_ = std::numeric_limits<double>::infinity();
-  inputs_improved_at_ = 0;
+  begin_stage(1, 0);
+  inputs_moved_at_ = 0;
   weights_searched_ = newton_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
   crafted_steps_.clear();
   crafted_bytes_ = 0;
@@ -285,6 +313,8 @@ Status TargetSearch::input_step(int64_t it) {
     if (!grad) continue;  // the objective does not depend on this input
     sign_step(batch_.at(data_inputs_[i]), *grad, eps, data_clips_[i], step_stats_);
     history_.add(step_stats_.updated, step_stats_.clipped);
+    for (double u : step_stats_.updated)
+      if (u > 0) inputs_moved_at_ = it;
   }
   return Status::ok();
 }
@@ -333,20 +363,25 @@ bool TargetSearch::newton_step_weights() {
   return true;
 }
 
-// The inputs have had their share of the budget and stopped making progress (their objective has not
-// improved by 0.1 % over the last 10 % of the iterations, 50 at least: decided from the search, so a slow or
-// loaded machine does not cut short a search that the model's own training is still carrying towards the
-// failure), or half the budget is gone; or the first backward showed that no data input reaches the
-// objective (a divisor made of weights only). An iteration budget (max_iterations) uses its fraction alone.
+// The inputs have had their turn: the first backward showed that no data input reaches the objective (a divisor
+// made of weights only), or by the clock: their share of the budget (of max_iterations when set, alone), no
+// longer than weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the
+// iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs) return false;
   if (objective_backward_ran_ && !data_reaches_objective_) return true;
-  if (cfg_.max_iterations > 0)
+  const bool by_iterations = cfg_.max_iterations > 0;
+  if (!cfg_.stall_rule) {
+    if (by_iterations)
+      return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+    if (elapsed >= 0.5 * budget_s) return true;
+    if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
+    return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+  }
+  if (by_iterations)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
   if (elapsed >= 0.5 * budget_s) return true;
-  if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
-  const int64_t window = std::max<int64_t>(50, it / 10);
-  return it - inputs_improved_at_ >= window;
+  return stalled(it, elapsed, budget_s, it - inputs_moved_at_ > kFrozen ? kFrozen : kInputsWindow);
 }
 
 bool TargetSearch::can_craft_training() const {
@@ -356,9 +391,11 @@ bool TargetSearch::can_craft_training() const {
 
 void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   phase_ = Phase::Training;
+  begin_stage(it, elapsed);
   out.strategy = "grist+training";
   out.training_from = it;
   training_until_s_ = elapsed + std::min(cfg_.training_share * std::max(0.0, budget_s - elapsed), cfg_.training_s);
+  training_budget_s_ = training_until_s_ - elapsed;
   if (cfg_.max_iterations > 0)
     training_until_it_ =
         it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
@@ -375,13 +412,14 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
 bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   if (phase_ != Phase::Training) return false;
   if (crafted_bytes_ >= kMaxCraftedBytes) return true;
-  if (cfg_.max_iterations > 0) return it >= training_until_it_;
-  return elapsed >= training_until_s_;
+  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return true;
+  return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   phase_ = Phase::Weights;
   weights_searched_ = true;
+  begin_stage(it, elapsed);
   newton_ = !data_reaches_objective_ &&
             (target_.objective == Objective::MinAbs || target_.objective == Objective::MinAbsOneMinus);
   newton_best_at_ = it;
@@ -409,6 +447,7 @@ void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget
       optimizer_sized_ = true;
       out.strategy = "grist+weights(optimizer-sized)";
       coordinated_from_s_ = elapsed + 0.5 * std::max(0.0, budget_s - elapsed);
+      coordinated_budget_s_ = coordinated_from_s_ - elapsed;
       coordinated_from_it_ =
           cfg_.max_iterations > 0 ? it + std::max<int64_t>(0, cfg_.max_iterations - it) / 2 : 0;
     }
@@ -417,8 +456,10 @@ void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget
 
 void TargetSearch::coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out) {
   if (!optimizer_sized_) return;
-  if (cfg_.max_iterations > 0 ? it < coordinated_from_it_ : elapsed < coordinated_from_s_) return;
+  const bool due = cfg_.max_iterations > 0 ? it >= coordinated_from_it_ : elapsed >= coordinated_from_s_;
+  if (!due && (!cfg_.stall_rule || !stalled(it, elapsed, coordinated_budget_s_, kStageWindow))) return;
   optimizer_sized_ = false;
+  begin_stage(it, elapsed);
   weight_eps_ = cfg_.weight_change;
   out.strategy = "grist+weights";
 }
@@ -798,10 +839,10 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     if (steps) {
       ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), seed_);
       objective_ = ov.value;
-      if (phase_ == Phase::Inputs && ov.index >= 0 &&
-          (!std::isfinite(inputs_best_) || ov.value < inputs_best_ - 1e-3 * std::max(std::fabs(inputs_best_), 1e-12))) {
-        inputs_best_ = ov.value;
-        inputs_improved_at_ = it;
+      if (ov.index >= 0 &&
+          (!std::isfinite(stage_best_) || ov.value < stage_best_ - 1e-3 * std::max(std::fabs(stage_best_), 1e-12))) {
+        stage_best_ = ov.value;
+        stage_improved_at_ = it;
       }
       if (newton_ && ov.value < newton_best_ * (1 - 1e-3)) {
         newton_best_ = ov.value;

@@ -190,6 +190,31 @@ printf 'op = "Log"\n' >>"$TMP/zoo/toy/manifest.toml"
 expect "bench: every run triggers on the expected op" 0 "toy +Log +2/2 .* Log '/Log' \(monitored forward\)" -- "$GRIST" bench "$TMP/zoo" --runs 2 --max-iterations 1000 -q --out "$TMP/bench"
 expect "bench: the same second gets new result files" 0 "results: .*bench-[0-9-]+\.\{csv" -- "$GRIST" bench "$TMP/zoo" --runs 1 --max-iterations 1000 -q --out "$TMP/bench"
 expect "bench: result files never overwritten (one set per run)" 0 "^2$" -- bash -c "ls '$TMP/bench'/*.csv | wc -l"
+# A campaign in shards (docs/CAMPAIGNS.md): two shards merged give the unsharded run's table and files.
+B="--runs 3 --max-iterations 1000 -q"
+expect "bench --shard: a shard writes its file" 0 "^shard: .*bench-shard-1-of-2.json" -- "$GRIST" bench "$TMP/zoo" $B --shard 1/2 --out "$TMP/campaign/shards"
+expect "bench --shard: never replaces a shard file" 2 "bench-shard-1-of-2.json: exists already; not overwriting it" -- "$GRIST" bench "$TMP/zoo" $B --shard 1/2 --out "$TMP/campaign/shards"
+expect "bench merge: a missing shard" 2 "missing runs \(1\): toy run 2 \(of shard 2/2: not given, or it did not finish\)" -- "$GRIST" bench merge "$TMP/campaign/shards" --out "$TMP/campaign"
+expect "bench --shard: another campaign's shard" 0 "shard 2/2: 1 of the 2 runs" -- "$GRIST" bench "$TMP/zoo" --runs 2 --max-iterations 1000 -q --shard 2/2 --out "$TMP/campaign/other"
+expect "bench merge: shards of different options" 2 "are not shards of one campaign: runs 3 against 2" -- "$GRIST" bench merge "$TMP/campaign/shards" "$TMP/campaign/other" --out "$TMP/campaign"
+expect "bench --shard: the second shard" 0 "shard 2/2: 1 of the 3 runs" -- "$GRIST" bench "$TMP/zoo" $B --shard 2/2 --out "$TMP/campaign/shards"
+expect "bench merge: the shards joined" 0 "toy +Log +3/3 .* Log '/Log' \(monitored forward\)" -- "$GRIST" bench merge "$TMP/campaign/shards" --out "$TMP/campaign"
+expect "bench merge: the merged files" 0 "" -- test -s "$TMP/campaign/bench-merged.md" -a -s "$TMP/campaign/bench-merged.csv"
+expect "bench merge: never replaces the merged files" 2 "bench-merged.csv: exists already" -- "$GRIST" bench merge "$TMP/campaign/shards" --out "$TMP/campaign"
+expect "bench: the unsharded run of the same campaign" 0 "toy +Log +3/3" -- "$GRIST" bench "$TMP/zoo" $B --out "$TMP/campaign/whole"
+# Everything but the seconds: the mean and median columns of the table, the JSON's seconds.
+cat >"$TMP/same_but_seconds.sh" <<'EOS'
+strip_md() { sed -E 's/\| [0-9]+\.[0-9]{4} \| [0-9]+\.[0-9]{4} \|/| - | - |/; s/grist [0-9.]+ s/grist - s/g' "$1"; }
+strip_json() { /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); [r.pop("seconds") for r in d]; print(json.dumps(d))' "$1"; }
+diff <(strip_md "$1.md") <(strip_md "$2".md) && diff <(strip_json "$1.json") <(strip_json "$2".json)
+EOS
+expect "bench merge: the unsharded run's table and JSON but for the seconds" 0 "" -- bash "$TMP/same_but_seconds.sh" "$TMP/campaign/bench-merged" "$(ls "$TMP"/campaign/whole/bench-*.md | sed 's/\.md$//')"
+expect "hunt --stall-rule with a clock" 2 "--stall-rule and --weights-after/--step-weights: a clock or the stall rule, not both" -- "$GRIST" hunt "$M/logreg_toy.toml" --stall-rule --weights-after 0.5
+expect "bench --shard 0/2" 2 "--shard 0/2: shards count from 1 to 2" -- "$GRIST" bench "$TMP/zoo" --shard 0/2
+expect "bench --shard 3" 2 "--shard 3: expected I/N" -- "$GRIST" bench "$TMP/zoo" --shard 3
+expect "bench --shard with --fix" 2 "--shard does not combine with --fix" -- "$GRIST" bench "$TMP/zoo" --shard 1/2 --fix
+expect "bench merge: not a shard file" 2 "not a (readable )?shard file" -- "$GRIST" bench merge "$TMP/toy_manifest.toml"
+expect "bench merge: nothing given" 2 "shards is required" -- "$GRIST" bench merge
 cp "$TMP/toy_manifest.toml" "$TMP/zoo/toy/manifest.toml"
 printf 'op = "Div"\n' >>"$TMP/zoo/toy/manifest.toml"
 expect "bench: a trigger on another op than expected fails" 1 "toy +Div +1/1 .* Log '/Log'" -- "$GRIST" bench "$TMP/zoo" --runs 1 --max-iterations 1000 -q --out "$TMP/bench"

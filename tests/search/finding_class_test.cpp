@@ -143,3 +143,23 @@ TEST(MaskedGradients, TheSameSqrtGradientInsideTheClipRangeIsATrigger) {
   EXPECT_EQ(o.finding_class, FindingClass::InputReached);
   EXPECT_EQ(o.masked_count, 0);
 }
+
+// With the stall rule the stages after the inputs end when the search stalls, not on their share of the budget:
+// crafted training whose steps cannot move the weight (lr 1e-9) stops improving the objective, and the weights
+// join within its window (30 iterations, or half of the stage's) instead of at the end of its share (iteration
+// 125), as the default clock has them.
+TEST(FindingClass, CraftedTrainingThatStallsHandsOverToTheWeightsEarly) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.train.optimizer.lr = 1e-9;
+  m.search.weight_change = 0.01;
+  m.search.stall_rule = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  EXPECT_EQ(o.training_from, 51);
+  EXPECT_GT(o.weights_from, 51);
+  EXPECT_LE(o.weights_from, 51 + 31);
+  m.search.stall_rule = false;
+  HazardOutcome clocked = hunt_first(l.graph, m);
+  EXPECT_EQ(clocked.training_from, 51);
+  EXPECT_EQ(clocked.weights_from, 125);  // 51 + half of the 149 iterations left
+}
