@@ -158,8 +158,8 @@ Result<Tensor> parse_npy(std::string_view bytes, const std::string& source) {
 Result<std::string> encode_npy(const Tensor& in) {
   // numpy has no bfloat16: its values are written as the float32 values they are, exactly.
   Tensor widened;
-  if (in.dtype() == kBFloat16) widen_half(in, widened);
-  const Tensor& t = in.dtype() == kBFloat16 ? widened : in;
+  if (in.dtype() == DType::BFloat16) widen_half(in, widened);
+  const Tensor& t = in.dtype() == DType::BFloat16 ? widened : in;
   auto dict = format_npy_header(t.dtype(), t.shape().to_vector());
   if (!dict) return dict.error();
   // numpy pads with spaces and ends with '\n' so the data starts on a 64-byte boundary.

@@ -50,25 +50,19 @@ Error too_large(const Node& node, const TensorTooLarge& e) {
 
 // Half inputs are computed on as PyTorch's CPU kernels do: widened to float32, the float32 kernel run, each
 // float result rounded once to the half type. One mechanism for every op, forward and backward alike.
-//
-// The float32 scratch lives in NodeArgs::edge_grad past its first inputs.size() entries, kept across passes
-// so the steady state allocates nothing. TODO(merge): named NodeArgs members (this keeps executor.h, which
-// many files include, unchanged).
+// The float32 scratch is the node's NodeArgs::wide_*, kept across passes so the steady state allocates nothing.
 struct HalfScratch {
-  std::vector<Tensor>& t;
-  size_t ni, no;
-  Tensor& wide_in(size_t i) { return t[ni + i]; }
-  Tensor& wide_grad_in(size_t i) { return t[2 * ni + i]; }
-  Tensor& wide_out(size_t o) { return t[3 * ni + o]; }
-  Tensor& wide_grad_out(size_t o) { return t[3 * ni + no + o]; }
+  std::vector<Tensor>&in, &grad_in, &out, &grad_out;
+  Tensor& wide_in(size_t i) { return in[i]; }
+  Tensor& wide_grad_in(size_t i) { return grad_in[i]; }
+  Tensor& wide_out(size_t o) { return out[o]; }
+  Tensor& wide_grad_out(size_t o) { return grad_out[o]; }
 };
 
 // The half type a node computes in: that of its first float16/bfloat16 input; Undefined when it has none or
-// converts half tensors itself (casts; constants only copy their attribute's bytes).
-DType node_half_type(const Node& node, std::span<const Tensor* const> inputs) {
-  if (node.domain.empty() && (node.op_type == "Cast" || node.op_type == "CastLike" || node.op_type == "Constant" ||
-                              node.op_type == "ConstantOfShape"))
-    return DType::Undefined;
+// its op handles half tensors itself.
+DType node_half_type(const OpDef& op, std::span<const Tensor* const> inputs) {
+  if (op.has(kHandlesHalf)) return DType::Undefined;
   for (const Tensor* x : inputs)
     if (x && is_half(x->dtype())) return x->dtype();
   return DType::Undefined;
@@ -160,8 +154,11 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     a.out_const.resize(node.outputs.size());
     a.grad_out.resize(node.outputs.size());
     a.grad_in.resize(node.inputs.size());
-    // Past the per-input edge gradients, the float32 scratch of a node run on half inputs (HalfScratch).
-    a.edge_grad.resize(3 * node.inputs.size() + 2 * node.outputs.size());
+    a.edge_grad.resize(node.inputs.size());
+    a.wide_in.resize(node.inputs.size());
+    a.wide_grad_in.resize(node.inputs.size());
+    a.wide_out.resize(node.outputs.size());
+    a.wide_grad_out.resize(node.outputs.size());
   }
   return ex;
 }
@@ -176,7 +173,7 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
   const Value& v = graph_->value(id);
   GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
   // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type here.
-  const bool rounded = v.dtype == kBFloat16 && t.dtype() == DType::Float32;
+  const bool rounded = v.dtype == DType::BFloat16 && t.dtype() == DType::Float32;
   GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype() || rounded, "input '{}' expects {} data, got {}",
               v.name, dtype_name(v.dtype), dtype_name(t.dtype()));
   if (v.shape) {
@@ -188,7 +185,7 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
                   v.name, d, dim.size, t.shape().str());
     }
   }
-  if (rounded) cast_tensor(t, kBFloat16, values_[static_cast<size_t>(id)]);
+  if (rounded) cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
   else values_[static_cast<size_t>(id)] = t;
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
@@ -257,8 +254,8 @@ Status Executor::forward() {
       ValueId out = node.outputs[o];
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
     }
-    const DType half = node_half_type(node, a.in);
-    HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+    const DType half = node_half_type(*ops_[n], a.in);
+    HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
     if (half != DType::Undefined) widen_forward_args(scratch, a.in, a.out);
     const bool simulated = format != DType::Undefined && half == DType::Undefined;
     if (simulated && autocast) cast_autocast_inputs(n, format);
@@ -292,7 +289,7 @@ void Executor::cast_autocast_inputs(size_t n, DType format) {
   const Node& node = graph_->nodes[n];
   if (!node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision) return;
   auto& a = args_[n];
-  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const auto in = static_cast<size_t>(node.inputs[i]);
     if (node.inputs[i] == kNoValue || values_[in].dtype() != DType::Float32 || in_format_[in]) continue;
@@ -335,7 +332,7 @@ Status Executor::backward(ValueId loss, std::span<const ValueId> wrt) {
   Tensor& ones = loss_seed_;
   ones.resize(l.dtype(), l.shape());
   if (l.dtype() == DType::Float16) std::fill_n(ones.data<Half>(), ones.numel(), to_half(1.0f));
-  if (l.dtype() == kBFloat16) std::fill_n(ones.data<BFloat16>(), ones.numel(), to_bfloat16(1.0f));
+  if (l.dtype() == DType::BFloat16) std::fill_n(ones.data<BFloat16>(), ones.numel(), to_bfloat16(1.0f));
   dispatch_float(l.dtype(), [&](auto tag) {
     using T = decltype(tag);
     std::fill_n(ones.data<T>(), ones.numel(), T(1));
@@ -491,8 +488,8 @@ Status Executor::run_node_backward(size_t n) {
   }
   if (!any_in) return Status::ok();
   // The forward's inputs are unchanged since, so this is the half type it computed in.
-  const DType half = node_half_type(node, a.in);
-  HalfScratch scratch{a.edge_grad, node.inputs.size(), node.outputs.size()};
+  const DType half = node_half_type(*ops_[n], a.in);
+  HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
   if (half != DType::Undefined) widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
   const DType format = half == DType::Undefined ? precision_format(options_.precision) : DType::Undefined;
   const bool autocast = is_autocast(options_.precision);

@@ -101,6 +101,8 @@ class Executor {
     std::vector<const Tensor*> grad_out;
     std::vector<Tensor*> grad_in;
     std::vector<Tensor> edge_grad;  // per input: gradient scratch when the value has several consumers
+    // A node run on half inputs: float32 copies of its inputs, outputs and their gradients, kept across passes.
+    std::vector<Tensor> wide_in, wide_grad_in, wide_out, wide_grad_out;
   };
   std::vector<NodeArgs> args_;
   // Backward plans, one per (outputs, wrt) asked for; a hunt alternates between two or three.

@@ -80,7 +80,7 @@ NonFiniteCounts count_half(const H* p, int64_t n, uint16_t inf) {
 
 NonFiniteCounts count_nonfinite(const Tensor& t) {
   if (t.dtype() == DType::Float16) return count_half(t.data<Half>(), t.numel(), 0x7c00u);
-  if (t.dtype() == kBFloat16) return count_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
+  if (t.dtype() == DType::BFloat16) return count_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
   if (t.dtype() == DType::Float32) return count_typed(t.data<float>(), t.numel());
   if (t.dtype() == DType::Float64) return count_typed(t.data<double>(), t.numel());
   return {};
@@ -88,7 +88,7 @@ NonFiniteCounts count_nonfinite(const Tensor& t) {
 
 bool all_finite(const Tensor& t) {
   if (t.dtype() == DType::Float16) return all_finite_half(t.data<Half>(), t.numel(), 0x7c00u);
-  if (t.dtype() == kBFloat16) return all_finite_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
+  if (t.dtype() == DType::BFloat16) return all_finite_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
   if (t.dtype() == DType::Float32) return all_finite_typed(t.data<float>(), t.numel());
   if (t.dtype() == DType::Float64) return all_finite_typed(t.data<double>(), t.numel());
   return true;

@@ -26,7 +26,7 @@ std::string_view precision_name(Precision p) {
 DType precision_format(Precision p) {
   switch (p) {
     case Precision::Fp16: case Precision::AmpFp16: return DType::Float16;
-    case Precision::Bf16: case Precision::AmpBf16: return kBFloat16;
+    case Precision::Bf16: case Precision::AmpBf16: return DType::BFloat16;
     default: return DType::Undefined;
   }
 }
@@ -36,7 +36,7 @@ bool is_autocast(Precision p) { return p == Precision::AmpFp16 || p == Precision
 void round_to_format(DType format, Tensor& t) {
   if (t.dtype() != DType::Float32) return;
   if (format == DType::Float16) round_to_half(t.span<float>());
-  else if (format == kBFloat16) round_to_bfloat16(t.span<float>());
+  else if (format == DType::BFloat16) round_to_bfloat16(t.span<float>());
 }
 
 }  // namespace grist

@@ -71,7 +71,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
     }
     return t;
   }
-  if (dtype == kBFloat16) {
+  if (dtype == DType::BFloat16) {
     GRIST_TRY(copy_half_patterns<BFloat16>(p.int32_data(), t, what));
     return t;
   }

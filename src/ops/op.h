@@ -90,6 +90,9 @@ enum OpTrait : uint32_t {
   kKeepsOrder = 1u << 2,
   // The output differs from run to run (random draws, dropout masks): never folded into a constant.
   kDrawsRandom = 1u << 3,
+  // The kernel reads and writes float16/bfloat16 tensors itself (casts; constants copy their attribute's
+  // bytes): the executor does not widen its half inputs to float32 around it.
+  kHandlesHalf = 1u << 4,
 };
 
 struct OpDef {

@@ -1385,10 +1385,11 @@ void register_shape_ops(OpRegistry& r) {
   r.add(OpDef{"Pad", "", pad_forward, pad_backward, data_only, {}, pad_bounds, 0, pad_shape});
   r.add(OpDef{"Shape", "", shape_forward, nullptr, 0, {}, shape_bounds});
   r.add(OpDef{"Size", "", size_forward, nullptr, 0, {}, size_bounds});
-  r.add(OpDef{"Constant", "", constant_forward, nullptr, 0});
-  r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0});
-  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds, kElementwise});
-  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds, kElementwise});
+  r.add(OpDef{"Constant", "", constant_forward, nullptr, 0, {}, nullptr, kHandlesHalf});
+  r.add(OpDef{"ConstantOfShape", "", constant_of_shape_forward, nullptr, 0, {}, nullptr, kHandlesHalf});
+  r.add(OpDef{"Cast", "", cast_forward, cast_backward, data_only, {}, cast_bounds, kElementwise | kHandlesHalf});
+  r.add(OpDef{"CastLike", "", cast_like_forward, cast_backward, data_only, {}, cast_like_bounds,
+              kElementwise | kHandlesHalf});
   r.add(OpDef{"Range", "", range_forward, nullptr, 0, kRangeHazards});
   r.add(OpDef{"Resize", "", resize_forward, resize_backward, data_only, {}, resize_bounds});
   r.add(OpDef{"Upsample", "", resize_forward, resize_backward, data_only, {}, resize_bounds});

@@ -18,15 +18,17 @@ enum class DType : int32_t {
   Int64 = 7,
   String = 8,  // recognised so errors can name it; never computed on
   Bool = 9,
-  Float16 = 10,  // recognised only
+  Float16 = 10,   // stored only: computed on in float32 (tensor/half.h)
   Float64 = 11,
   UInt32 = 12,
   UInt64 = 13,
+  BFloat16 = 16,  // stored only, like Float16
 };
 
 std::size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);
-bool is_float(DType t);     // Float32 or Float64: the types gradients flow through
+bool is_float(DType t);     // Float32, Float64, Float16 or BFloat16: the types gradients flow through
+bool is_half(DType t);      // Float16 or BFloat16: stored in 16 bits, computed on in float32
 bool is_integer(DType t);   // signed or unsigned integers (not bool)
 bool is_supported(DType t); // every type we can store and compute on
 

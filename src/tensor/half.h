@@ -9,10 +9,6 @@
 
 namespace grist {
 
-// ONNX's number for bfloat16 (DType::Float16 is 10). TODO(merge): an enumerator DType::BFloat16 in dtype.h;
-// kept here so this change leaves the header every file includes untouched.
-inline constexpr DType kBFloat16 = static_cast<DType>(16);
-bool is_half(DType t);  // Float16 or bfloat16: stored in 16 bits, computed on in float32
 
 // Element types of Float16 and BFloat16 tensors: only storage. Kernels never compute on them; the executor
 // widens them to float32, runs the float32 kernel and rounds the result back once (as PyTorch's CPU does).
@@ -38,7 +34,7 @@ inline float bfloat16_bits_to_float(uint16_t b) {
 }
 
 template <> constexpr DType dtype_of<Half>() { return DType::Float16; }
-template <> constexpr DType dtype_of<BFloat16>() { return kBFloat16; }
+template <> constexpr DType dtype_of<BFloat16>() { return DType::BFloat16; }
 
 inline Half to_half(float f) { return Half{float_to_half_bits(f)}; }
 inline BFloat16 to_bfloat16(float f) { return BFloat16{float_to_bfloat16_bits(f)}; }

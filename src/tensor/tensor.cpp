@@ -14,7 +14,6 @@
 namespace grist {
 
 std::size_t dtype_size(DType t) {
-  if (t == kBFloat16) return 2;  // not an enumerator yet (tensor/half.h)
   switch (t) {
     case DType::Float32: return 4;
     case DType::Float64: return 8;
@@ -25,7 +24,8 @@ std::size_t dtype_size(DType t) {
     case DType::Int32: return 4;
     case DType::Int64: return 8;
     case DType::Bool: return 1;
-    case DType::Float16: return 2;
+    case DType::Float16:
+    case DType::BFloat16: return 2;
     case DType::UInt32: return 4;
     case DType::UInt64: return 8;
     default: return 0;
@@ -33,7 +33,6 @@ std::size_t dtype_size(DType t) {
 }
 
 std::string_view dtype_name(DType t) {
-  if (t == kBFloat16) return "bfloat16";
   switch (t) {
     case DType::Float32: return "float32";
     case DType::Float64: return "float64";
@@ -46,13 +45,14 @@ std::string_view dtype_name(DType t) {
     case DType::String: return "string";
     case DType::Bool: return "bool";
     case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
     case DType::UInt32: return "uint32";
     case DType::UInt64: return "uint64";
     default: return "undefined";
   }
 }
 
-bool is_half(DType t) { return t == DType::Float16 || t == kBFloat16; }
+bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
 bool is_float(DType t) { return t == DType::Float32 || t == DType::Float64 || is_half(t); }
 
@@ -113,7 +113,7 @@ Tensor& Tensor::operator=(const Tensor& o) {
 
 double Tensor::get_as_double(int64_t i) const {
   if (dtype_ == DType::Float16) return to_float(data<Half>()[i]);
-  if (dtype_ == kBFloat16) return to_float(data<BFloat16>()[i]);
+  if (dtype_ == DType::BFloat16) return to_float(data<BFloat16>()[i]);
   double r = 0;
   dispatch_all(dtype_, [&](auto tag) {
     using T = decltype(tag);
@@ -149,7 +149,7 @@ constexpr bool is_half_type = std::is_same_v<T, Half> || std::is_same_v<T, BFloa
 template <class F>
 void dispatch_storable(DType t, F&& f) {
   if (t == DType::Float16) f(Half{});
-  else if (t == kBFloat16) f(BFloat16{});
+  else if (t == DType::BFloat16) f(BFloat16{});
   else dispatch_all(t, f);
 }
 

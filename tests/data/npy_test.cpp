@@ -300,7 +300,7 @@ TEST(Npy, ReadsNumpysFloat16) {
 }
 
 TEST(Npy, WritesBFloat16AsTheFloat32ValuesItHolds) {
-  Tensor b(kBFloat16, Shape{2});
+  Tensor b(DType::BFloat16, Shape{2});
   b.data<BFloat16>()[0] = to_bfloat16(1.5f);
   b.data<BFloat16>()[1] = to_bfloat16(-0x1p-133f);
   auto bytes = encode_npy(b);

@@ -213,8 +213,9 @@ TEST_P(RealModels, OutputsAndGradientsMatchPyTorch) {
     ASSERT_NE(id, kNoValue) << p.case_name() << ": PyTorch's parameter " << key << " is not in the graph";
     const Tensor* grad = ex->grad(id);
     ASSERT_NE(grad, nullptr) << p.case_name() << ": no gradient reached " << key;
-    if (p.model.elementwise_grads)
+    if (p.model.elementwise_grads) {
       EXPECT_TRUE(grist::testing::tensors_close(t, *grad, 1e-5, 1e-6)) << p.case_name() << " " << key;
+    }
     (key == "grad:x" ? input_grad : weight_grad).add(t, *grad, 1e-5, 1e-6);
     f64_grads.add(key, entry(*exp, "f64:" + key), t, *grad);
     ++grads;

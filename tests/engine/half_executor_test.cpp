@@ -49,13 +49,13 @@ TEST(HalfExecutor, AnAddIsRoundedOnceToFloat16) {
 }
 
 TEST(HalfExecutor, BFloat16KeepsFloat32sRangeWithEightBitsOfMantissa) {
-  Graph g = binary("Mul", kBFloat16);
+  Graph g = binary("Mul", DType::BFloat16);
   Executor ex = make_executor(g);
-  ASSERT_TRUE(ex.set_input("a", in_type(kBFloat16, {2}, {1e30f, 1.0f + 0x1p-7f})).is_ok());
-  ASSERT_TRUE(ex.set_input("b", in_type(kBFloat16, {2}, {1e5f, 1.0f + 0x1p-7f})).is_ok());
+  ASSERT_TRUE(ex.set_input("a", in_type(DType::BFloat16, {2}, {1e30f, 1.0f + 0x1p-7f})).is_ok());
+  ASSERT_TRUE(ex.set_input("b", in_type(DType::BFloat16, {2}, {1e5f, 1.0f + 0x1p-7f})).is_ok());
   ASSERT_TRUE(ex.forward().is_ok());
   const Tensor& y = ex.value(g.find_value("y"));
-  ASSERT_EQ(y.dtype(), kBFloat16);
+  ASSERT_EQ(y.dtype(), DType::BFloat16);
   EXPECT_FALSE(ex.forward_event().found);  // 1e35 is far from overflow in bfloat16
   // (1 + 2^-7)^2 = 1 + 2^-6 + 2^-14, rounded to 8 bits: 1 + 2^-6.
   EXPECT_EQ(y.get_as_double(1), 1.0 + 0x1p-6);

@@ -119,7 +119,7 @@ TEST(HalfTensor, CastsBetweenFloat32AndTheHalfTypes) {
   EXPECT_TRUE(std::isinf(back.data<float>()[1]));
   EXPECT_EQ(back.data<float>()[2], 0x1p-24f);
   Tensor b, i;
-  cast_tensor(h, kBFloat16, b);
+  cast_tensor(h, DType::BFloat16, b);
   EXPECT_EQ(b.get_as_double(3), -2.5);
   cast_tensor(b, DType::Int32, i);
   EXPECT_EQ(i.data<int32_t>()[3], -2);
