@@ -214,6 +214,13 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
   return d;
 }
 
+size_t Dataset::stored_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [name, s] : sources_)
+    if (s.pool) bytes += s.pool->nbytes();
+  return bytes;
+}
+
 std::vector<int64_t> Dataset::RowOrder::next(int64_t count, Rng& rng) {
   std::vector<int64_t> rows;
   if (pool_size == 0) return rows;

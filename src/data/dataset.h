@@ -28,6 +28,8 @@ class Dataset {
   // Rows in the pooled sources (0 when every batched input is drawn at random).
   int64_t pool_size() const { return data_order_.pool_size; }
   const InputSpec& spec(const std::string& name) const { return specs_.at(name); }
+  // Bytes the pooled rows take, as stored (shared by every copy of the data set).
+  size_t stored_bytes() const;
   const std::vector<std::string>& input_names() const { return names_; }
 
   // The next batch of every input (fixed inputs included, always the same).

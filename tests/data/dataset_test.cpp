@@ -571,6 +571,8 @@ TEST(StoredRows, Uint8RowsGiveTheBatchesOfTheirFloatValues) {
   ASSERT_TRUE(a) << a.message();
   ASSERT_TRUE(b) << b.message();
   EXPECT_EQ(a->pool_size(), 2000);
+  EXPECT_EQ(a->stored_bytes(), 10000u * 784 + 10000);  // the files' bytes: uint8 pixels and labels, not float64
+  EXPECT_EQ(b->stored_bytes(), (10000u * 784 + 10000) * 8);
   Batch ba, bb;
   for (int k = 0; k < 40; ++k) {  // 2,560 rows: past the first epoch's reshuffle
     ASSERT_TRUE(a->next_batch(ba));
