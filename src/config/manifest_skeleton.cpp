@@ -79,10 +79,14 @@ bool single_element(const Value& v) {
   return std::all_of(v.shape->begin(), v.shape->end(), [](const Dim& d) { return d.known() && d.size == 1; });
 }
 
+// Dimension 0 is the batch where it is symbolic, or the size every input shares: more than one, or one on an
+// input of rank 2 or more (a model exported with one sample, as torchvision's examples are: [1, 3, H, W]).
 bool has_batch(const Value& v, std::optional<int64_t> fixed_batch) {
   if (!v.shape || v.shape->empty()) return false;
   const Dim& d0 = v.shape->front();
-  return !d0.known() || (fixed_batch && d0.size == *fixed_batch && *fixed_batch > 1);
+  if (!d0.known()) return true;
+  if (!fixed_batch || d0.size != *fixed_batch) return false;
+  return *fixed_batch > 1 || v.shape->size() >= 2;
 }
 
 bool named_like_label(const std::string& name) {
@@ -249,7 +253,7 @@ std::string manifest_skeleton(const Graph& g, const SkeletonOptions& o) {
   text += "\n[batch]\n";
   bool any_batch = false;
   for (ValueId id : g.inputs) any_batch |= has_batch(g.value(id), fixed_batch);
-  if (fixed_batch && *fixed_batch > 1) {
+  if (fixed_batch && any_batch) {
     text += line(fmt::format("size = {}", *fixed_batch), "the model fixes its batch dimension");
   } else if (any_batch) {
     // 100 rows (GRIST's usual N), fewer where a sample is large: a 572×572 image at 100 rows is out of memory.

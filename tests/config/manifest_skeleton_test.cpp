@@ -127,6 +127,24 @@ TEST(ManifestSkeleton, QuotesNamesAndGuessesTheLossOnlyWhereAnOutputFits) {
   EXPECT_EQ(m->inputs.at("labels").role, InputRole::Label);
 }
 
+// A model exported with one sample ([1, 3, H, W], as torchvision's examples export) takes its image as data in
+// batches of one; a one-element setting beside it stays fixed.
+TEST(ManifestSkeleton, AnImageExportedWithBatchOneIsDataInBatchesOfOne) {
+  const Graph g = GraphBuilder(13)
+                      .input("image", DType::Float32, {1, 3, 4, 4})
+                      .input("gain", DType::Float32, {1})
+                      .node("Mul", {"image", "gain"}, {"y"})
+                      .output("y")
+                      .build();
+  const std::string text = skeleton(g, "/nonexistent");
+  ScratchDir dir;
+  auto m = round_trip(dir, g, text);
+  ASSERT_TRUE(m) << m.message() << "\n" << text;
+  EXPECT_EQ(m->inputs.at("image").role, InputRole::Data) << text;
+  EXPECT_EQ(m->inputs.at("gain").role, InputRole::Fixed) << text;
+  EXPECT_EQ(m->batch_size, 1) << text;
+}
+
 // Every model of tests/models and the zoo (where exported) gets a skeleton that reads back and makes batches.
 TEST(ManifestSkeleton, EveryCommittedModelGetsOneThatRuns) {
   namespace fs = std::filesystem;
