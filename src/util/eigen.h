@@ -3,11 +3,15 @@
 // warning is silenced for Eigen's headers only.
 #pragma once
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <Eigen/Core>
 #pragma GCC diagnostic pop
+#else
+#include <Eigen/Core>
+#endif
 
 namespace grist {
 
