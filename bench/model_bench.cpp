@@ -1,7 +1,7 @@
 // Times grist's forward on ONNX models, single-threaded, for bench/real_models.py (which runs ONNX Runtime and
 // PyTorch beside it) and for finding where the time goes:
 //
-//   build/bench/model_bench [--iters N] [--warmup N] [--no-scan] [--profile] MODEL.onnx[=INPUT.npy] ...
+//   build/bench/model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile] MODEL.onnx[=INPUT.npy] ...
 //
 // Each model is loaded once; its first float input is INPUT.npy (or uniform [0, 1) noise of its declared
 // shape, batch 1). It prints one JSON line per model: {"model", "samples_ms", "median_ms", "cpu_ms",
@@ -26,6 +26,7 @@
 #include "engine/executor.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
+#include "util/thread_pool.h"
 
 using namespace grist;
 
@@ -138,6 +139,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if ((a == "--iters" || a == "--warmup") && i + 1 < argc) {
       (a == "--iters" ? o.iters : o.warmup) = std::max(a == "--iters" ? 1 : 0, std::atoi(argv[++i]));
+    } else if (a == "--threads" && i + 1 < argc) {
+      set_kernel_threads(std::atoi(argv[++i]));
     } else if (a == "--no-scan") {
       o.scan = false;
     } else if (a == "--profile") {
@@ -150,7 +153,8 @@ int main(int argc, char** argv) {
     }
   }
   if (models.empty()) {
-    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--no-scan] [--profile] MODEL.onnx[=X.npy]...\n");
+    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile] "
+                 "MODEL.onnx[=X.npy]...\n");
     return 2;
   }
   for (const std::string& m : models) {

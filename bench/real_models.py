@@ -111,7 +111,7 @@ def main():
                 case, module, x = prepared[n]
                 grist_args = ["--iters", str(args.iters), "--warmup", str(args.warmup),
                               f"{case}.onnx={case}.input.x.npy"]
-                g = run_json([grist] + grist_args)
+                g = run_json([grist, "--threads", str(args.threads)] + grist_args)
                 base = run_json([args.baseline] + grist_args) if args.baseline else {"samples_ms": [0], "cpu_ms": [0]}
                 o = run_json(["node", os.path.join(ROOT, "bench", "ort_time.js"), str(args.iters), str(args.warmup),
                               args.ort_opt, str(args.threads), case + ".onnx", case + ".input.x.npy", identity])

@@ -12,6 +12,7 @@
 
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
+#include "util/thread_pool.h"
 
 namespace grist {
 namespace {
@@ -514,13 +515,65 @@ constexpr auto narrow_kernels(std::index_sequence<P...>) {
   return std::array<void (*)(const T*, const T*, int64_t, int64_t, T*), sizeof...(P)>{narrow_rows<T, P + 1>...};
 }
 
-// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then narrow_rows.
-// Each weight is read once, from contiguous memory.
+// With more than one kernel thread (util/thread_pool.h), work is split into chunks of at least this many
+// multiply-adds: below it, waking a worker costs about as much as the chunk saves.
+constexpr int64_t kMinChunkWork = int64_t{1} << 19;
+
+// The grain (items per chunk) for parallel_for over items costing `work_per_item` multiply-adds each.
+int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work_per_item, 1));
+}
+
+// Scratch slot `base` for chunk 0 (the serial path's own), and from 16 on for the other chunks: taken before the
+// chunks start, since taking a slot may grow the state's deque.
+constexpr size_t kChunkSlots = 16;
+size_t chunk_slot(size_t base, int64_t chunk) {
+  return chunk == 0 ? base : kChunkSlots * (base + 1) + static_cast<size_t>(chunk);
+}
+void reserve_chunk_slots(NodeState& state, size_t base, int64_t chunks) {
+  for (int64_t c = 1; c < chunks; ++c) state.slot(chunk_slot(base, c));
+}
+
+// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then narrow_rows over
+// chunks of weight rows. Each weight is read once, from contiguous memory.
 template <class T>
 void narrow_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* t, T* y) {
   static constexpr auto kernels = narrow_kernels<T>(std::make_index_sequence<kNarrowGrid>{});
   MatrixMap<T>(t, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
-  kernels[static_cast<size_t>(p - 1)](w, t, m, k, y);
+  parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
+    kernels[static_cast<size_t>(p - 1)](w + r0 * k, t, r1 - r0, k, y + r0 * p);
+  });
+}
+
+// y (m × p) += w (m × k) · cols (k × p), split over chunks of columns when p > m (each chunk packs all of w, the
+// smaller operand), else of rows (each packs all of cols). Each output is one chunk's, its sum the same GEMM's.
+template <class T>
+void split_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* y) {
+  using Strided = Eigen::OuterStride<>;
+  if (p > m) {
+    parallel_for(p, grain_for(m * k), [&](int64_t, int64_t c0, int64_t c1) {
+      Eigen::Map<const RowMajorMatrix<T>, 0, Strided> block(cols + c0, k, c1 - c0, Strided(p));
+      Eigen::Map<RowMajorMatrix<T>, 0, Strided>(y + c0, m, c1 - c0, Strided(p)).noalias() +=
+          ConstMatrixMap<T>(w, m, k) * block;
+    });
+  } else {
+    parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
+      MatrixMap<T>(y + r0 * p, r1 - r0, p).noalias() += ConstMatrixMap<T>(w + r0 * k, r1 - r0, k) *
+                                                       ConstMatrixMap<T>(cols, k, p);
+    });
+  }
+}
+
+// im2col over chunks of channels: a channel's rows of the column matrix are contiguous, each chunk pads its own
+// channels in its own scratch slot.
+template <class T>
+void split_im2col(const ConvShape& cs, const T* image, NodeState& state, T* col) {
+  const int64_t taps = cs.geom.kernel_size(), p = cs.geom.grid_size(), image_size = cs.geom.image_size();
+  const int64_t grain = grain_for(taps * p * 4);  // a copy, cheaper than a multiply-add: a quarter of the grain
+  reserve_chunk_slots(state, 2, chunk_count(cs.image_channels, grain));
+  parallel_for(cs.image_channels, grain, [&](int64_t chunk, int64_t c0, int64_t c1) {
+    im2col(image + c0 * image_size, c1 - c0, cs.geom, state.slot(chunk_slot(2, chunk)), col + c0 * taps * p);
+  });
 }
 
 // image → grid: out (grid_channels × P) = bias + W (grid_channels × K) · im2col(image). The Conv forward
@@ -534,7 +587,7 @@ void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bia
   for_each_block(cs, [&](const ConvBlock& b) {
     const T* cols = image + b.image_offset;
     if (!pointwise) {
-      im2col(cols, cs.image_channels, cs.geom, state.slot(2), col);
+      split_im2col(cs, cols, state, col);
       cols = col;
     }
     T* y = out + b.grid_offset;
@@ -542,8 +595,7 @@ void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bia
     if (narrow) {
       narrow_product(w + b.weight_offset, cols, cs.grid_channels, k, p, transposed, y);
     } else {
-      MatrixMap<T>(y, cs.grid_channels, p).noalias() +=
-          ConstMatrixMap<T>(w + b.weight_offset, cs.grid_channels, k) * ConstMatrixMap<T>(cols, k, p);
+      split_product(w + b.weight_offset, cols, cs.grid_channels, k, p, y);
     }
   });
 }
@@ -739,34 +791,43 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
   }
 }
 
-// y = bias + Σ_taps w · x over each window.
+// y = bias + Σ_taps w · x over each window, over chunks of input planes (each with its own phase scratch).
 template <class T>
 void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
   const PhaseLayout l = phase_layout(g);
-  T* phases = scratch<T>(state, 4, l.sh * l.sw, l.phase_size);
-  T* sums = scratch<T>(state, 5, 1, l.run());
+  const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
+  const int64_t chunks = chunk_count(planes, grain);
+  for (int64_t c = 0; c < chunks; ++c) {
+    scratch<T>(state, chunk_slot(4, c), l.sh * l.sw, l.phase_size);
+    scratch<T>(state, chunk_slot(5, c), 1, l.run());
+  }
   using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
-  int64_t split = -1;  // the plane now in `phases`
-  for_each_depthwise_plane(cs, [&](int64_t plane, int64_t m, int64_t n) {
-    if (split != plane) {
+  parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
+    T* phases = state.slot(chunk_slot(4, chunk)).data<T>();
+    T* sums = state.slot(chunk_slot(5, chunk)).data<T>();
+    for (int64_t plane = first; plane < last; ++plane) {
       split_into_phases(g, l, x + plane * image, phases);
-      split = plane;
-    }
-    Eigen::Map<Run> acc(sums, l.run());
-    acc.setZero();
-    for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
-      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-        const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
-        const T* src = phases + ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
-        acc += w[m * taps + kh * g.kernel[1] + kw] * Eigen::Map<const Run>(src, l.run());
+      const int64_t n = plane / cs.groups, group = plane % cs.groups;
+      for (int64_t m = group * cs.grid_channels; m < (group + 1) * cs.grid_channels; ++m) {
+        Eigen::Map<Run> acc(sums, l.run());
+        acc.setZero();
+        for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+          for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+            const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
+            const T* src =
+                phases + ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
+            acc += w[m * taps + kh * g.kernel[1] + kw] * Eigen::Map<const Run>(src, l.run());
+          }
+        T* out = y + (n * out_channels + m) * grid;
+        const T b = bias ? bias[m] : T(0);
+        for (int64_t oh = 0; oh < g.grid[0]; ++oh)
+          Eigen::Map<Run>(out + oh * g.grid[1], g.grid[1]) =
+              Eigen::Map<const Run>(sums + oh * l.width, g.grid[1]) + b;
       }
-    T* out = y + (n * out_channels + m) * grid;
-    const T b = bias ? bias[m] : T(0);
-    for (int64_t oh = 0; oh < g.grid[0]; ++oh)
-      Eigen::Map<Run>(out + oh * g.grid[1], g.grid[1]) = Eigen::Map<const Run>(sums + oh * l.width, g.grid[1]) + b;
+    }
   });
 }
 
