@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/interrupt.h"
@@ -21,6 +24,7 @@
 #include "onnx/import.h"
 #include "report/dot.h"
 #include "report/run_report.h"
+#include "util/thread_pool.h"
 
 namespace grist::cli {
 
@@ -42,6 +46,7 @@ struct RunOptions {
   std::string dot;
   std::string output;  // .npz of the graph outputs
   bool dump = false;   // ... and of the inputs and every node output
+  int threads = 1;     // kernel threads (util/thread_pool.h)
 };
 
 // Refuses an --output that could not be written, before the model runs rather than after.
@@ -153,14 +158,24 @@ int run(const RunOptions& flags) {
   if (auto st = use_checkpoint_weights(checkpoint, *graph); !st) return fail(st.message());
   const Graph& g = *graph;
 
+  set_kernel_threads(o.threads);
   ExecutorOptions eo;
   eo.flush_denormals = o.ftz;
   eo.precision = *precision;
   eo.seed = o.seed;
   if (o.dropout == "off") eo.dropout_training = false;
   if (o.dropout == "on") eo.dropout_training = true;
+  // The executor keeps its own copy of every weight. Handed over one at a time, each dropped from the graph once
+  // copied (nothing in a run reads the graph's copies again), a large model's weights are held once, not twice.
+  std::vector<std::pair<ValueId, std::shared_ptr<const Tensor>>> weights;
+  for (ValueId id : graph->initializers) weights.emplace_back(id, std::exchange(graph->value(id).initial, nullptr));
   auto ex = Executor::create(g, eo);
   if (!ex) return fail(fmt::format("{}: {}", o.model, ex.message()));
+  for (auto& [id, w] : weights) {
+    if (!w) continue;
+    if (auto st = ex->set_input(id, *w); !st) return fail(st.message());
+    w.reset();
+  }
 
   RandomInputSpec spec;
   if (o.range.size() != 2 || !(o.range[0] < o.range[1])) return fail("--range expects LO,HI with LO < HI");
@@ -265,6 +280,9 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--dim", o->dims, "size of a symbolic dimension, NAME=SIZE (e.g. batch=64)");
   cmd->add_option("--batch", o->batch, "size of every symbolic dimension not given with --dim")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed for random data and random ops")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads the convolutions split their work over")
+      ->check(CLI::Range(1, kMaxKernelThreads))
+      ->capture_default_str();
   cmd->add_flag("--ftz", o->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
   cmd->add_option("--precision", o->precision,
                   "simulate 16-bit numerics in a float32 model: fp16/bf16 round every float tensor to that format\n"

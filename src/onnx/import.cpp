@@ -1,10 +1,14 @@
 #include "onnx/import.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
 
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -81,7 +85,9 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
     GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
     auto t = tensor_from_proto(tp);
     if (!t) return make_error("{}: initializer {}", source, t.message());
-    tp.clear_raw_data();  // copied: freed now, so a model of several GiB is not held twice
+    // Copied: freed now, so a model of several GiB is not held twice (clear_raw_data alone keeps the capacity).
+    std::string().swap(*tp.mutable_raw_data());
+    tp.clear_raw_data();
     Value v;
     v.name = tp.name();
     v.kind = ValueKind::Initializer;
@@ -167,12 +173,12 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
   return g;
 }
 
-// `dir`: the model's folder, where its external data lies; none for a model from memory.
-Result<Graph> import_model(const std::string& bytes, const std::string& source, ImportOptions options,
+constexpr const char* kMalformed = "{}: not an ONNX model (the protobuf data is malformed or truncated)";
+
+// `model` parsed from `source`; `dir`: the model's folder, where its external data lies; none for a model from
+// memory.
+Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, ImportOptions options,
                            const std::optional<std::filesystem::path>& dir) {
-  onnx::ModelProto model;
-  GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
-  GRIST_CHECK(model.ParseFromString(bytes), "{}: not an ONNX model (the protobuf data is malformed or truncated)", source);
   // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& op : model.opset_import()) {
@@ -216,21 +222,34 @@ Result<Graph> import_model(const std::string& bytes, const std::string& source, 
 }  // namespace
 
 Result<Graph> import_onnx_bytes(const std::string& bytes, const std::string& source, ImportOptions options) {
-  return import_model(bytes, source, options, std::nullopt);
+  onnx::ModelProto model;
+  GRIST_CHECK(!bytes.empty(), "{}: the file is empty", source);
+  GRIST_CHECK(model.ParseFromString(bytes), kMalformed, source);
+  return import_model(model, source, options, std::nullopt);
 }
 
 Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   GRIST_TRY(check_input_file(path, kMaxModelBytes, "an ONNX file"));
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  GRIST_CHECK(f.good(), "{}: cannot open file", path);
-  // One read of the known size: a stream copy of a model's weights cost more than parsing them.
-  const std::streamoff size = f.tellg();
-  GRIST_CHECK(size >= 0, "{}: cannot read file", path);
-  GRIST_CHECK(size <= (int64_t{1} << 31), "{}: {} bytes, over protobuf's 2 GiB limit for one ONNX file", path, size);
-  std::string bytes(static_cast<size_t>(size), '\0');
-  f.seekg(0);
-  GRIST_CHECK(f.read(bytes.data(), size), "{}: cannot read file", path);
-  return import_model(bytes, path, options, std::filesystem::path(path).parent_path());
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  GRIST_CHECK(!ec, "{}: cannot open file", path);
+  GRIST_CHECK(size > 0, "{}: the file is empty", path);
+  GRIST_CHECK(size <= (uint64_t{1} << 31), "{}: {} bytes, over protobuf's 2 GiB limit for one ONNX file", path, size);
+  // Parsed straight from the file in buffered blocks: a copy of the whole file beside the parsed model would
+  // double the peak memory of a large model (each weight is still copied once, from the buffer into the model).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  GRIST_CHECK(fd >= 0, "{}: cannot open file", path);
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream in(fd, 1 << 20);
+    parsed = model.ParseFromZeroCopyStream(&in);
+    const int error = in.GetErrno();
+    ::close(fd);
+    GRIST_CHECK(error == 0, "{}: cannot read file", path);
+  }
+  GRIST_CHECK(parsed, kMalformed, path);
+  return import_model(model, path, options, std::filesystem::path(path).parent_path());
 }
 
 }  // namespace grist
