@@ -1095,9 +1095,14 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     checkpoint = std::move(c).value();
     resumed = std::move(g).value();
   }
-  // train.pretrain_steps: the program's own steps first; the hunt resumes where they got to.
+  // train.pretrain_steps: the program's own steps first; the hunt resumes where they got to. The data loaded
+  // for them is the hunt's too (its rows are shared by copies, not loaded twice).
+  std::optional<Dataset> loaded;
   if (o.manifest.train.pretrain_steps > 0) {
-    auto c = pretrain(resumed ? *resumed : model, o.manifest, o.batch_size, o.manifest.train.pretrain_steps,
+    auto d = Dataset::create(o.manifest, resumed ? *resumed : model, o.batch_size, o.manifest.search.seed);
+    if (!d) return d.error();
+    loaded.emplace(std::move(d).value());
+    auto c = pretrain(resumed ? *resumed : model, o.manifest, *loaded, o.manifest.train.pretrain_steps,
                       checkpoint ? &*checkpoint : nullptr);
     if (!c) return c.error();
     auto g = with_checkpoint_weights(model, *c);
@@ -1122,7 +1127,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     }());
   // Load the data once, before anything else: a manifest that does not fit the model is an error even when
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
-  auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
+  auto data = loaded ? Result<Dataset>(*loaded) : Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
   if (o.on_planned) o.on_planned(report);

@@ -1,13 +1,14 @@
 #include "search/pretraining.h"
 
-#include "data/dataset.h"
+#include <optional>
+
 #include "engine/executor.h"
 #include "engine/optimizers.h"
 #include "search/search_choices.h"
 
 namespace grist {
 
-Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, int64_t batch_size, int64_t steps,
+Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& loaded, int64_t steps,
                             const Checkpoint* from) {
   GRIST_CHECK(m.train.enabled, "{}: train.pretrain_steps needs an optimizer", m.path);
   ExecutorOptions eo;
@@ -16,8 +17,7 @@ Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, int64_t batch_siz
   eo.seed = m.search.seed;
   auto ex = Executor::create(g, eo);
   if (!ex) return ex.error();
-  auto data = Dataset::create(m, g, batch_size, m.search.seed);
-  if (!data) return data.error();
+  std::optional<Dataset> data(loaded);  // copies share the rows
   auto params = trained_params(g, m);
   if (!params) return params.error();
   const ValueId loss = g.find_value(m.loss);

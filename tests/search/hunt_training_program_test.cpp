@@ -123,7 +123,9 @@ TEST(TrainingProgram, PretrainingThenHuntingIsHuntingFromTheCheckpointAfterThose
   OptimizerState state;
   const auto by_hand = train_by_hand(g, m, 0, kSteps, &state);
   // What pretrain() reached is the program's loop, bit for bit, Adam's moments and step count included.
-  auto c = pretrain(g, m, m.batch_size, kSteps, nullptr);
+  auto loaded = Dataset::create(m, g, m.batch_size, m.search.seed);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+  auto c = pretrain(g, m, *loaded, kSteps, nullptr);
   ASSERT_TRUE(c.is_ok()) << c.message();
   EXPECT_EQ(c->steps, kSteps);
   ASSERT_EQ(c->weights.size(), 2u);
@@ -300,7 +302,8 @@ Graph gan_toy() {
   b.node("Log", {"not_fake"}, {"log_not_fake"}).node("Add", {"log_real", "log_not_fake"}, {"d_sum"});
   b.node("ReduceMean", {"d_sum"}, {"d_mean"}, {{"keepdims", testing::attr_int(0)}}).node("Neg", {"d_mean"}, {"d_loss"});
   b.node("Log", {"fake"}, {"log_fake"});
-  b.node("ReduceMean", {"log_fake"}, {"g_mean"}, {{"keepdims", testing::attr_int(0)}}).node("Neg", {"g_mean"}, {"g_loss"});
+  b.node("ReduceMean", {"log_fake"}, {"g_mean"}, {{"keepdims", testing::attr_int(0)}});
+  b.node("Neg", {"g_mean"}, {"g_loss"});
   b.node("Log", {"x"}, {"log_x"});
   b.output("d_loss").output("g_loss").output("log_x");
   return b.build();
