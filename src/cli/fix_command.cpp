@@ -80,6 +80,10 @@ int fix_main(const FixFlags& f) {
   if (!o.manifest.train.checkpoint.empty())
     return fail(fmt::format("{}: train.checkpoint is not supported by grist fix yet (grist hunt and scan resume "
                             "from it)", manifest_path));
+  // Nor yet: its checks train with one optimizer from the model's own weights.
+  if (!o.manifest.train.phases.empty() || o.manifest.train.pretrain_steps > 0)
+    return fail(fmt::format("{}: {} is not supported by grist fix yet (grist hunt runs it)", manifest_path,
+                            o.manifest.train.phases.empty() ? "train.pretrain_steps" : "train.phases"));
   // Refused before any work: a SARIF file that exists (nothing of the user's is replaced), ops grist cannot run.
   if (!f.sarif.empty() && fs::exists(f.sarif))
     return fail(fmt::format("{}: exists already; not overwriting it", f.sarif));

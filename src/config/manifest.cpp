@@ -287,26 +287,19 @@ Status read_input(const toml::table& t, const std::string& name, const Reader& r
   return Status::ok();
 }
 
-Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
-  const std::string p = "train.";
-  GRIST_TRY(r.only_keys(t, "train",
-                        {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
-                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout",
-                         "checkpoint"}));
+// An optimizer and its hyperparameters (optimizer, lr, momentum, ...) from `t` (the [train] table or one of its
+// phases); `enabled` false for optimizer = "none".
+Status read_optimizer(const toml::table& t, const std::string& p, const Reader& r, Framework flavor, bool& enabled,
+                      OptimizerConfig& c) {
   auto opt = r.string(t, p, "optimizer", "none");
   if (!opt) return opt.error();
-  auto fw = r.string(t, p, "framework", "pytorch");
-  if (!fw) return fw.error();
-  if (*fw != "pytorch" && *fw != "tensorflow") return r.error(p + "framework", "must be pytorch or tensorflow");
-  Framework flavor = *fw == "tensorflow" ? Framework::TensorFlow : Framework::PyTorch;
-  train.enabled = *opt != "none";
-  if (train.enabled) {
+  enabled = *opt != "none";
+  if (enabled) {
     auto kind = parse_optimizer_kind(*opt);
     if (!kind) return r.error(p + "optimizer", kind.message());
-    train.optimizer = OptimizerConfig::defaults(*kind, flavor);
+    c = OptimizerConfig::defaults(*kind, flavor);
   }
-  OptimizerConfig& c = train.optimizer;
-  if (train.enabled) {
+  if (enabled) {
     // The hyperparameters each update rule reads (engine/optimizers.cpp); another would be ignored.
     static const std::map<OptimizerKind, std::set<std::string>> used{
         {OptimizerKind::SGD, {"momentum", "nesterov"}},
@@ -338,7 +331,80 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   }
   if (c.nesterov && c.momentum == 0.0)
     return r.error(p + "nesterov", "needs a momentum (Nesterov's step is a momentum step)");
-  if (const toml::node* params = t.get("params")) {
+  return Status::ok();
+}
+
+constexpr std::initializer_list<const char*> kOptimizerKeys = {
+    "optimizer", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay", "centered", "initial_accumulator",
+    "weight_decay"};
+
+// [[train.phases]]: several losses, each with its own optimizer and weights, trained in turn (a GAN's D, then G).
+Status read_phases(const toml::table& t, const Reader& r, Framework flavor, TrainSpec& train) {
+  const toml::array* a = t.get_as<toml::array>("phases");
+  if (!a || a->empty() || !a->is_array_of_tables())
+    return r.error("train.phases", "must be an array of tables ([[train.phases]], one a loss)");
+  for (const char* k : kOptimizerKeys)
+    if (t.get(k)) return r.error(std::string("train.") + k, "with train.phases each phase names its own optimizer");
+  for (const char* k : {"params", "checkpoint", "pretrain_steps"})
+    if (t.get(k))
+      return r.error(std::string("train.") + k,
+                     std::string("is not read with train.phases (") +
+                         (std::string(k) == "params" ? "each phase names its own weights)" : "not supported yet)"));
+  std::set<std::string> trained;
+  for (size_t i = 0; i < a->size(); ++i) {
+    const toml::table& pt = *(*a)[i].as_table();
+    const std::string p = fmt::format("train.phases[{}].", i);
+    std::set<std::string> keys{"loss", "params", "steps"};
+    keys.insert(kOptimizerKeys.begin(), kOptimizerKeys.end());
+    GRIST_TRY(r.only_keys(pt, p.substr(0, p.size() - 1), keys));
+    TrainPhase phase;
+    auto loss = r.string(pt, p, "loss", "");
+    if (!loss) return loss.error();
+    if (loss->empty()) return r.error(p + "loss", "is required (the output this phase minimises)");
+    phase.loss = *loss;
+    bool enabled = false;
+    GRIST_TRY(read_optimizer(pt, p, r, flavor, enabled, phase.optimizer));
+    if (!enabled) return r.error(p + "optimizer", "is required (sgd, adam, adagrad or rmsprop)");
+    const toml::array* params = pt.get_as<toml::array>("params");
+    if (!params || params->empty())
+      return r.error(p + "params", "must be a non-empty list of the initializers this phase trains");
+    for (const auto& el : *params) {
+      auto name = el.value<std::string>();
+      if (!name) return r.error(p + "params", "must be a non-empty list of the initializers this phase trains");
+      if (!trained.insert(*name).second)
+        return r.error(p + "params", fmt::format("'{}' is trained by an earlier phase too", *name));
+      phase.params.push_back(*name);
+      train.params.push_back(*name);
+    }
+    if (const toml::node* n = pt.get("steps")) {
+      if (!n->is_integer() || n->as_integer()->get() < 1)
+        return r.error(p + "steps", "must be a positive integer (this phase's steps each iteration)");
+      phase.steps = n->as_integer()->get();
+    }
+    train.phases.push_back(std::move(phase));
+  }
+  train.enabled = true;
+  train.all_params = false;
+  train.optimizer = train.phases.front().optimizer;
+  return Status::ok();
+}
+
+Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
+  const std::string p = "train.";
+  GRIST_TRY(r.only_keys(t, "train",
+                        {"optimizer", "framework", "lr", "momentum", "nesterov", "beta1", "beta2", "epsilon", "decay",
+                         "centered", "initial_accumulator", "weight_decay", "params", "batch", "dropout",
+                         "checkpoint", "masks", "pretrain_steps", "phases"}));
+  auto fw = r.string(t, p, "framework", "pytorch");
+  if (!fw) return fw.error();
+  if (*fw != "pytorch" && *fw != "tensorflow") return r.error(p + "framework", "must be pytorch or tensorflow");
+  Framework flavor = *fw == "tensorflow" ? Framework::TensorFlow : Framework::PyTorch;
+  if (t.get("phases")) {
+    GRIST_TRY(read_phases(t, r, flavor, train));
+  } else {
+    GRIST_TRY(read_optimizer(t, p, r, flavor, train.enabled, train.optimizer));
+  }
+  if (const toml::node* params = t.get("params"); params && train.phases.empty()) {
     if (auto s = params->value<std::string>(); s && *s == "all") {
       train.all_params = true;
     } else if (const toml::array* a = params->as_array()) {
@@ -354,11 +420,27 @@ Status read_train(const toml::table& t, const Reader& r, TrainSpec& train) {
   }
   auto batch = r.string(t, p, "batch", "updated");
   if (!batch) return batch.error();
-  if (*batch != "updated" && *batch != "monitored") return r.error(p + "batch", "must be updated or monitored");
+  if (*batch != "updated" && *batch != "monitored" && *batch != "fresh")
+    return r.error(p + "batch", "must be updated, monitored or fresh");
   train.on_updated_batch = *batch == "updated";
+  train.on_fresh_batch = *batch == "fresh";
   auto dropout = r.boolean(t, p, "dropout", true);
   if (!dropout) return dropout.error();
   train.dropout = *dropout;
+  auto masks = r.string(t, p, "masks", "fresh");
+  if (!masks) return masks.error();
+  if (*masks != "fresh" && *masks != "reuse") return r.error(p + "masks", "must be fresh or reuse");
+  train.fresh_masks = *masks == "fresh";
+  if (t.get("masks") && *batch != "monitored")
+    return r.error(p + "masks", "only a training step on the monitored batch could reuse its masks (train.batch = "
+                                "\"monitored\")");
+  if (t.get("masks") && !train.dropout)
+    return r.error(p + "masks", "the training step runs without dropout (train.dropout = false): there are no masks");
+  if (const toml::node* n = t.get("pretrain_steps")) {
+    if (!n->is_integer() || n->as_integer()->get() < 0)
+      return r.error(p + "pretrain_steps", "must be a non-negative integer (training steps before the search)");
+    train.pretrain_steps = n->as_integer()->get();
+  }
   auto checkpoint = r.string(t, p, "checkpoint", "");
   if (!checkpoint) return checkpoint.error();
   if (!checkpoint->empty()) train.checkpoint = r.resolve(*checkpoint);
@@ -376,7 +458,8 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     std::string key(k.str());
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
-        key == "weights_after_s" || key == "training_share" || key == "training_s")
+        key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
+        key == "objective" || key == "objective_value")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -440,6 +523,28 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;
+  if (const toml::node* vars = t.get("variables")) {
+    const toml::array* a = vars->as_array();
+    if (!a) return r.error(p + "variables", "must be a list of initializer names");
+    for (const auto& el : *a) {
+      auto name = el.value<std::string>();
+      if (!name || name->empty()) return r.error(p + "variables", "must be a list of initializer names");
+      m.search_variables.push_back(*name);
+    }
+  }
+  static const std::set<std::string> objectives{"min-abs", "min-abs-one-minus", "neg-max", "max", "min", "neg-spread"};
+  auto objective = r.string(t, p, "objective", "");
+  if (!objective) return objective.error();
+  if (!objective->empty() && !objectives.count(*objective))
+    return r.error(p + "objective", fmt::format("'{}' is not min-abs, min-abs-one-minus, neg-max, max, min or "
+                                                "neg-spread", *objective));
+  m.objective = *objective;
+  auto objective_value = r.string(t, p, "objective_value", "");
+  if (!objective_value) return objective_value.error();
+  m.objective_value = *objective_value;
+  for (const char* k : {"objective", "objective_value"})
+    if (t.get(k) && m.target.empty())
+      return r.error(p + k, "chooses the objective of one hazard: name it with search.target");
   return Status::ok();
 }
 
@@ -500,6 +605,7 @@ static Result<Manifest> read_manifest_unescaped(const std::string& path, const S
     m.shuffle = *shuffle;
   }
   if (const toml::table* train = root.get_as<toml::table>("train")) GRIST_TRY(read_train(*train, r, m.train));
+  if (!m.train.phases.empty() && m.loss.empty()) m.loss = m.train.phases.front().loss;  // the one monitored
   if (m.train.enabled && m.loss.empty()) return r.error("train.optimizer", "training needs a `loss` output");
   if (const toml::table* mon = root.get_as<toml::table>("monitor")) {
     GRIST_TRY(r.only_keys(*mon, "monitor", {"dropout"}));

@@ -54,14 +54,34 @@ struct InputSpec {
   }
 };
 
+// One of several training phases ([[train.phases]], a GAN's D and G): its own loss, optimizer and weights, stepped
+// `steps` times in its turn each iteration.
+struct TrainPhase {
+  std::string loss;
+  OptimizerConfig optimizer;
+  std::vector<std::string> params;
+  int64_t steps = 1;
+};
+
 struct TrainSpec {
   bool enabled = false;          // an optimizer other than none
   OptimizerConfig optimizer;
   bool all_params = true;
   std::vector<std::string> params;
-  bool on_updated_batch = true;  // false: the batch just monitored
+  bool on_updated_batch = true;  // false: the batch just monitored (or a fresh one, with on_fresh_batch)
+  bool on_fresh_batch = false;   // a new batch of the source every iteration (a DataLoader): the searched batch
+                                 // is only monitored
   bool dropout = true;
+  // A training step on the monitored batch with dropout on in both passes: fresh masks (a fresh forward in
+  // training mode, what the frameworks do) or the monitored pass's own (grist's shortcut before session 8).
+  bool fresh_masks = true;
+  // The program's own training steps before the search starts (from the initial or checkpoint weights), on
+  // batches of the source in its order: the hunt starts from the weights and optimizer state they reach.
+  int64_t pretrain_steps = 0;
   std::string checkpoint;        // a .npz to resume from (engine/checkpoint.h): weights and optimizer state
+  // Several losses trained in turn, in this order (empty: the one loss and optimizer above). With them,
+  // `optimizer` is the first phase's and `params` every phase's weights.
+  std::vector<TrainPhase> phases;
 };
 
 struct Expectation {
@@ -91,6 +111,13 @@ struct Manifest {
   // beyond RANUM's default (their initial span widened by 100 %); unset: that default.
   std::optional<std::pair<double, double>> scan_trained_weights;
   std::string target;            // hunt only this hazard (node name), empty: all
+  // Initializers that are search variables from the first iteration, beside the data inputs (a gain the study's
+  // program searched): sign steps of the inputs' ε, never clipped.
+  std::vector<std::string> search_variables;
+  // The GRIST objective of the target hazard, and the value it reads, where the automatic choice is not the
+  // program's (empty: automatic); both need `target`.
+  std::string objective;         // min-abs | min-abs-one-minus | neg-max | max | min | neg-spread
+  std::string objective_value;   // a value (tensor) name of the model
   Expectation expect;
 };
 

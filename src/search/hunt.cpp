@@ -14,8 +14,11 @@
 #include "engine/checkpoint.h"
 #include "engine/optimizers.h"
 #include "ops/registry.h"
+#include "search/pretraining.h"
+#include "search/search_choices.h"
 #include "search/sign_step.h"
 #include "search/switching.h"
+#include "search/training_phases.h"
 
 namespace grist {
 
@@ -91,6 +94,8 @@ class TargetSearch {
   std::vector<WeightMove> weight_moves(int64_t it, int64_t weights_from) const;
   Status train_step(const Batch& monitored_batch, bool reuse_monitored_pass, HazardOutcome& out, bool& fired);
   Status switch_rows(int64_t it);
+  Status next_fresh_batch();
+  Status train_phases(const Batch& fed, HazardOutcome& out, bool& fired);
   bool monitored_pass_failed() const;
   Batch executor_inputs() const;
   void add_checkpoint_weights(Witness& w) const;
@@ -124,9 +129,16 @@ class TargetSearch {
   std::vector<std::optional<std::pair<double, double>>> data_clips_;  // the same, by position in data_inputs_
   RowStepStats step_stats_;         // reused by every sign step
   std::vector<std::string> data_inputs_, switched_inputs_;
-  std::vector<ValueId> data_ids_;   // the data inputs: the objective's gradient is wanted for these only
+  std::vector<ValueId> data_ids_;   // the data inputs (by position in data_inputs_), then search.variables: the
+                                    // objective's gradient is wanted for these only
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
   std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
+  std::vector<ValueId> variable_ids_;     // search.variables: searched beside the data from the first iteration
+  Batch fresh_;                           // train.batch = "fresh": the batch the training step takes
+  std::vector<TrainingPhase> phases_;     // [[train.phases]]: the losses trained in turn (opt_ is swapped)
+  int64_t phase_iterations_ = 0;          // iterations that ran every phase
+  // The optimizer steps taken (with phases: training iterations, each of every phase's steps).
+  int64_t trained_steps() const { return !phases_.empty() ? phase_iterations_ : opt_ ? opt_->steps_taken() : 0; }
   Phase phase_ = Phase::Inputs;
   bool weights_searched_ = false;         // they have joined
   bool newton_ = false;                   // and take exact steps: the objective is a function of weights only
@@ -239,6 +251,10 @@ Status TargetSearch::setup() {
     data_clips_.push_back(clip == clip_.end() ? std::nullopt : std::optional(clip->second));
   }
   history_.reset(o_.batch_size);
+  auto variables = search_variable_ids(g_, m_);
+  if (!variables) return variables.error();
+  variable_ids_ = std::move(variables).value();
+  data_ids_.insert(data_ids_.end(), variable_ids_.begin(), variable_ids_.end());
   search_ids_ = data_ids_;
   stepped_weights_.clear();
   phase_ = Phase::Inputs;
@@ -254,18 +270,13 @@ Status TargetSearch::setup() {
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
   }
   if (m_.train.enabled) {
-    if (m_.train.all_params) {
-      for (ValueId id : g_.initializers)
-        if (is_float(g_.value(id).dtype)) params_.push_back(id);
-    } else {
-      for (const auto& name : m_.train.params) {
-        ValueId id = g_.find_value(name);
-        GRIST_CHECK(id != kNoValue && g_.value(id).kind == ValueKind::Initializer,
-                    "{}: train.params names '{}', which is not a weight (initializer) of the model", m_.path, name);
-        params_.push_back(id);
-      }
-    }
+    auto params = trained_params(g_, m_);
+    if (!params) return params.error();
+    params_ = std::move(params).value();
     opt_.emplace(m_.train.optimizer, params_);
+    auto phases = training_phases(g_, m_);
+    if (!phases) return phases.error();
+    phases_ = std::move(phases).value();
     if (checkpoint_) {
       auto state = checkpoint_state(*checkpoint_, g_, params_, m_.train.optimizer);
       if (!state) return state.error();
@@ -316,6 +327,8 @@ Status TargetSearch::input_step(int64_t it) {
     for (double u : step_stats_.updated)
       if (u > 0) inputs_moved_at_ = it;
   }
+  for (ValueId id : variable_ids_)  // search.variables: stepped like the data, never clipped
+    if (const Tensor* grad = ex_->grad(id)) sign_step(ex_->mutable_value(id), *grad, eps, std::nullopt, step_stats_);
   return Status::ok();
 }
 
@@ -385,7 +398,7 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
 }
 
 bool TargetSearch::can_craft_training() const {
-  return opt_ && !params_.empty() && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful &&
+  return opt_ && phases_.empty() && !params_.empty() && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful &&
          cfg_.training_share > 0 && cfg_.training_s > 0;
 }
 
@@ -428,7 +441,7 @@ void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget
   out.weights_from = it;
   join_weights_.resize(stepped_weights_.size());
   for (size_t k = 0; k < stepped_weights_.size(); ++k) join_weights_[k].copy_from(ex_->value(stepped_weights_[k]));
-  trained_steps_at_join_ = opt_ ? opt_->steps_taken() : 0;
+  trained_steps_at_join_ = trained_steps();
   // Steps the model's own optimizer could take first, for half of what is left; then the coordinated ones.
   weight_eps_ = cfg_.weight_change;
   optimizer_sized_ = false;
@@ -537,7 +550,7 @@ Status TargetSearch::craft_training_batch(int64_t it) {
   if (rng_saved) ex_->rng() = *rng_saved;
   // Ascent on ⟨∂L/∂w, d⟩: T ← clip(T + ε·sign(g₊ − g₋)), a sign step against g₋ − g₊.
   const double eps = cfg_.epsilon_at(it);
-  for (size_t i = 0; i < data_ids_.size(); ++i) {
+  for (size_t i = 0; i < data_inputs_.size(); ++i) {
     Tensor& minus = probe_minus_[i];
     const Tensor& plus = probe_plus_[i];
     if (!minus.defined() || !plus.defined()) continue;
@@ -602,7 +615,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.pass = pass;
   out.event = e;
   out.fired_site = site_of(e.node);
-  out.training_steps = opt_ ? opt_->steps_taken() : 0;
+  out.training_steps = trained_steps();
   out.witness.inputs = fed;
   out.witness.pass = pass;
   out.witness.dropout = dropout;
@@ -624,15 +637,17 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
     out.witness.optimizer = training_start_state_;
     out.witness.training = std::move(crafted_steps_);
     crafted_steps_.clear();
+    for (ValueId id : variable_ids_) out.witness.weights[g_.value(id).name] = ex_->value(id);
     add_checkpoint_weights(out.witness);
     return;
   } else {
     out.finding_class = FindingClass::InputReached;
   }
-  if (opt_ && opt_->steps_taken() > 0)
+  if (trained_steps() > 0)
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
   if (weights_changed_)
     for (ValueId id : stepped_weights_) out.witness.weights[g_.value(id).name] = ex_->value(id);
+  for (ValueId id : variable_ids_) out.witness.weights[g_.value(id).name] = ex_->value(id);  // search.variables
   add_checkpoint_weights(out.witness);
 }
 
@@ -679,7 +694,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     e.found = true;
     e.in_backward = true;
     e.node_name = "optimizer";
-    e.op_type = optimizer_kind_name(m_.train.optimizer.kind);
+    e.op_type = optimizer_kind_name(opt_->config().kind);
     e.value_name = g_.value(id).name;
     e.shape = w.shape();
     e.dtype = w.dtype();
@@ -695,6 +710,43 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
     fired = true;
     return Status::ok();
   }
+  return Status::ok();
+}
+
+// [[train.phases]] (a GAN): each phase's steps in turn on the batch, each a training step of its own (forward,
+// its loss's backward to its weights, its optimizer), so that a later phase sees the weights an earlier one
+// moved. train_step runs each with the phase's loss, weights and optimizer in place of the single ones.
+Status TargetSearch::train_phases(const Batch& fed, HazardOutcome& out, bool& fired) {
+  const std::vector<ValueId> all_params = params_;
+  for (TrainingPhase& phase : phases_) {
+    std::swap(loss_, phase.loss);
+    params_.swap(phase.params);
+    std::swap(*opt_, phase.optimizer);
+    Status st = Status::ok();
+    for (int64_t k = 0; k < phase.steps && !fired && st; ++k) st = train_step(fed, false, out, fired);
+    std::swap(loss_, phase.loss);
+    params_.swap(phase.params);
+    std::swap(*opt_, phase.optimizer);
+    GRIST_TRY(st);
+    if (!fired) continue;
+    // The witness replays with every phase's weights as they were, not the firing phase's alone.
+    out.witness.trained.clear();
+    for (ValueId id : all_params) {
+      out.witness.trained.push_back(g_.value(id).name);
+      if (!out.witness.weights.count(g_.value(id).name)) out.witness.weights[g_.value(id).name] = ex_->value(id);
+    }
+    return Status::ok();
+  }
+  ++phase_iterations_;
+  return Status::ok();
+}
+
+// train.batch = "fresh": the program's DataLoader, a new batch of the source every iteration (the sequence
+// switching also draws from); fixed inputs as the persistent batch holds them (redrawn ones included).
+Status TargetSearch::next_fresh_batch() {
+  GRIST_TRY(data_->next_batch(fresh_));
+  for (auto& [name, t] : fresh_)
+    if (data_->spec(name).role == InputRole::Fixed) t = batch_.at(name);
   return Status::ok();
 }
 
@@ -738,7 +790,11 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   auto last_progress = start;
   const bool switching = cfg_.variant == Variant::Grist && cfg_.switch_data;
   // The training step can reuse the monitored pass when it trains on that very batch in the same mode.
-  const bool reuse = m_.train.enabled && !m_.train.on_updated_batch && m_.train.dropout == m_.monitor_dropout;
+  // With dropout on in both passes a fresh forward draws fresh masks, as the frameworks do (train.masks).
+  const bool reuse = m_.train.enabled && m_.train.phases.empty() && !m_.train.on_updated_batch &&
+                     !m_.train.on_fresh_batch &&
+                     m_.train.dropout == m_.monitor_dropout && (!m_.train.dropout || !random_ops_ ||
+                                                                !m_.train.fresh_masks);
   const bool scan_loss_gradient = !m_.train.enabled && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful;
 
   for (int64_t it = 1;; ++it) {
@@ -833,7 +889,8 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     // Once weights are stepped, the monitored pass's activations belong to the weights before the step.
     const bool reuse_now = reuse && !weights_searched_ && !crafting;
     // The batch just monitored, for a training step on it (a member: copying reuses its buffers).
-    if (m_.train.enabled && !m_.train.on_updated_batch && !reuse_now) monitored_ = batch_;
+    if (m_.train.enabled && !m_.train.on_updated_batch && !m_.train.on_fresh_batch && !reuse_now)
+      monitored_ = batch_;
 
     // 2. The input step against the objective's gradient (and the weight step, once the weights joined).
     if (steps) {
@@ -885,8 +942,13 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
           crafted_steps_.push_back(std::move(step));
         }
       } else {
-        const Batch& fed = m_.train.on_updated_batch ? batch_ : monitored_;
-        GRIST_TRY(train_step(fed, reuse_now, out, fired));
+        if (m_.train.on_fresh_batch) GRIST_TRY(next_fresh_batch());
+        const Batch& fed = m_.train.on_fresh_batch ? fresh_ : m_.train.on_updated_batch ? batch_ : monitored_;
+        if (phases_.empty()) {
+          GRIST_TRY(train_step(fed, reuse_now, out, fired));
+        } else {
+          GRIST_TRY(train_phases(fed, out, fired));
+        }
       }
       if (fired) {
         finish();
@@ -963,7 +1025,8 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
     for (const HazardSite* t : ranked) plan.push_back({t, kMayFail});
     return plan;
   };
-  if (!o.use_scan) return equal_shares();
+  // The scan takes untrained initializers as constants: a searched variable would void its proofs.
+  if (!o.use_scan || !o.manifest.search_variables.empty()) return equal_shares();
   const auto start = Clock::now();
   ScanOptions so;
   so.manifest = &o.manifest;
@@ -1032,10 +1095,26 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     checkpoint = std::move(c).value();
     resumed = std::move(g).value();
   }
+  // train.pretrain_steps: the program's own steps first; the hunt resumes where they got to. The data loaded
+  // for them is the hunt's too (its rows are shared by copies, not loaded twice).
+  std::optional<Dataset> loaded;
+  if (o.manifest.train.pretrain_steps > 0) {
+    auto d = Dataset::create(o.manifest, resumed ? *resumed : model, o.batch_size, o.manifest.search.seed);
+    if (!d) return d.error();
+    loaded.emplace(std::move(d).value());
+    auto c = pretrain(resumed ? *resumed : model, o.manifest, *loaded, o.manifest.train.pretrain_steps,
+                      checkpoint ? &*checkpoint : nullptr);
+    if (!c) return c.error();
+    auto g = with_checkpoint_weights(model, *c);
+    if (!g) return g.error();
+    checkpoint = std::move(c).value();
+    resumed = std::move(g).value();
+  }
   const Graph& g = resumed ? *resumed : model;
   HuntReport report;
   const auto start = Clock::now();
   report.hazards = find_hazards(g);
+  GRIST_TRY(choose_objective(g, o.manifest, report.hazards));
   std::vector<const HazardSite*> targets;
   for (const auto& s : report.hazards)
     if (o.manifest.target.empty() || s.node_name == o.manifest.target || std::to_string(s.id) == o.manifest.target)
@@ -1048,7 +1127,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     }());
   // Load the data once, before anything else: a manifest that does not fit the model is an error even when
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
-  auto data = Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
+  auto data = loaded ? Result<Dataset>(*loaded) : Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
   if (o.on_planned) o.on_planned(report);

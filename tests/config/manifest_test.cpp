@@ -342,7 +342,18 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
       {model + "loss = \"l\"\n[train]\nnesterov = 1\n", "key 'train.nesterov': must be true or false"},
       {model + "loss = \"l\"\n[train]\nparams = 3\n", "key 'train.params': must be \"all\" or a list"},
       {model + "loss = \"l\"\n[train]\nparams = [\"w\", 3]\n", "key 'train.params': must be \"all\" or a list"},
-      {model + "loss = \"l\"\n[train]\nbatch = \"fresh\"\n", "key 'train.batch': must be updated or monitored"},
+      {model + "loss = \"l\"\n[train]\noptimizer = \"sgd\"\nbatch = \"random\"\n",
+       "key 'train.batch': must be updated, monitored or fresh"},
+      {model + "loss = \"l\"\n[train]\noptimizer = \"sgd\"\nbatch = \"monitored\"\nmasks = \"new\"\n",
+       "key 'train.masks': must be fresh or reuse"},
+      {model + "loss = \"l\"\n[train]\noptimizer = \"sgd\"\npretrain_steps = -1\n",
+       "key 'train.pretrain_steps': must be a non-negative integer"},
+      {model + "loss = \"l\"\n[train]\noptimizer = \"sgd\"\npretrain_steps = 1.5\n",
+       "key 'train.pretrain_steps': must be a non-negative integer"},
+      {model + "[search]\nvariables = \"gain\"\n", "key 'search.variables': must be a list of initializer names"},
+      {model + "[search]\nvariables = [1]\n", "key 'search.variables': must be a list of initializer names"},
+      {model + "[search]\ntarget = \"/Log\"\nobjective = \"biggest\"\n",
+       "key 'search.objective': 'biggest' is not min-abs, min-abs-one-minus, neg-max, max, min or neg-spread"},
       {model + "loss = \"l\"\n[train]\ndropout = \"yes\"\n", "key 'train.dropout': must be true or false"},
       {model + "loss = \"l\"\n[train]\nmomentun = 0.9\n", "key 'train.momentun': unknown key"},
       {model + "[monitor]\ndropout = 1\n", "key 'monitor.dropout': must be true or false"},
@@ -397,6 +408,7 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
 TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
   const std::string model = "model = \"m.onnx\"\n";
   const std::string train = model + "loss = \"l\"\n[train]\n";
+  const std::string phase = "[[train.phases]]\nloss = \"d\"\noptimizer = \"sgd\"\nparams = [\"w\"]\n";
   const std::pair<std::string, std::string> cases[] = {
       {model + "[inputs.x]\nsource = \"npy:a.npy\"\nuniform = [0.0, 2.0]\n",
        "key 'inputs.x.uniform': is only read with source = \"uniform\" (this input's source is 'npy:a.npy')"},
@@ -421,6 +433,31 @@ TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
       {train + "optimizer = \"adam\"\ncentered = true\n", "key 'train.centered': Adam has no centered"},
       {train + "optimizer = \"sgd\"\nnesterov = true\n",
        "key 'train.nesterov': needs a momentum (Nesterov's step is a momentum step)"},
+      {model + "[train]\npretrain_steps = 10\n", "key 'train.pretrain_steps': nothing trains (no optimizer)"},
+      {train + "optimizer = \"sgd\"\nmasks = \"reuse\"\n",
+       "key 'train.masks': only a training step on the monitored batch could reuse its masks"},
+      {train + "optimizer = \"sgd\"\nbatch = \"fresh\"\nmasks = \"fresh\"\n",
+       "key 'train.masks': only a training step on the monitored batch could reuse its masks"},
+      {train + "optimizer = \"sgd\"\nbatch = \"monitored\"\ndropout = false\nmasks = \"reuse\"\n",
+       "key 'train.masks': the training step runs without dropout (train.dropout = false): there are no masks"},
+      {train + "optimizer = \"sgd\"\n" + phase, "key 'train.optimizer': with train.phases each phase names its own"},
+      {train + "params = [\"w\"]\n" + phase, "key 'train.params': is not read with train.phases"},
+      {train + "checkpoint = \"c.npz\"\n" + phase, "key 'train.checkpoint': is not read with train.phases"},
+      {train + "pretrain_steps = 3\n" + phase, "key 'train.pretrain_steps': is not read with train.phases"},
+      {train + "[[train.phases]]\noptimizer = \"sgd\"\nparams = [\"w\"]\n", "key 'train.phases[0].loss': is required"},
+      {train + "[[train.phases]]\nloss = \"d\"\nparams = [\"w\"]\n",
+       "key 'train.phases[0].optimizer': is required"},
+      {train + "[[train.phases]]\nloss = \"d\"\noptimizer = \"sgd\"\n",
+       "key 'train.phases[0].params': must be a non-empty list"},
+      {train + phase + phase, "key 'train.phases[1].params': 'w' is trained by an earlier phase too"},
+      {train + phase + "steps = 0\n", "key 'train.phases[0].steps': must be a positive integer"},
+      {train + phase + "beta1 = 0.5\n", "key 'train.phases[0].beta1': SGD has no beta1"},
+      {train + phase + "dropout = true\n", "key 'train.phases[0].dropout': unknown key"},
+      {train + "phases = 3\n", "key 'train.phases': must be an array of tables"},
+      {model + "[search]\nobjective = \"max\"\n",
+       "key 'search.objective': chooses the objective of one hazard: name it with search.target"},
+      {model + "[search]\nobjective_value = \"v\"\n",
+       "key 'search.objective_value': chooses the objective of one hazard: name it with search.target"},
   };
   for (const auto& [toml, expected] : cases) {
     ScratchDir dir;
@@ -433,7 +470,11 @@ TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
   for (const std::string& ok : {train + "optimizer = \"sgd\"\nmomentum = 0.9\nnesterov = true\nweight_decay = 0.1\n",
                                train + "optimizer = \"adagrad\"\nepsilon = 1e-10\ninitial_accumulator = 0.1\n",
                                model + "[inputs.y]\nrole = \"label\"\nvalues = [1.0, 2.0]\none_hot = 3\nredraw = true\n",
-                               model + "[inputs.z]\nrole = \"fixed\"\nsource = \"normal\"\nredraw = true\n"}) {
+                               model + "[inputs.z]\nrole = \"fixed\"\nsource = \"normal\"\nredraw = true\n",
+                               train + "optimizer = \"sgd\"\nbatch = \"monitored\"\nmasks = \"reuse\"\n",
+                               train + "optimizer = \"adam\"\nbatch = \"fresh\"\npretrain_steps = 100\n",
+                               model + "[search]\ntarget = \"/Log\"\nobjective = \"min-abs\"\nobjective_value = \"v\"\n"
+                                       "variables = [\"gain\"]\n"}) {
     auto m = read(dir, ok);
     EXPECT_TRUE(m) << m.message();
   }

@@ -1,0 +1,66 @@
+#include "search/pretraining.h"
+
+#include <optional>
+
+#include "engine/executor.h"
+#include "engine/optimizers.h"
+#include "search/search_choices.h"
+
+namespace grist {
+
+Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& loaded, int64_t steps,
+                            const Checkpoint* from) {
+  GRIST_CHECK(m.train.enabled, "{}: train.pretrain_steps needs an optimizer", m.path);
+  ExecutorOptions eo;
+  eo.flush_denormals = m.ftz;
+  eo.precision = m.precision;
+  eo.seed = m.search.seed;
+  auto ex = Executor::create(g, eo);
+  if (!ex) return ex.error();
+  std::optional<Dataset> data(loaded);  // copies share the rows
+  auto params = trained_params(g, m);
+  if (!params) return params.error();
+  const ValueId loss = g.find_value(m.loss);
+  GRIST_CHECK(loss != kNoValue, "{}: loss '{}' is not a value of the model", m.path, m.loss);
+  Optimizer opt(m.train.optimizer, *params);
+  if (from) {
+    auto state = checkpoint_state(*from, g, *params, m.train.optimizer);
+    if (!state) return state.error();
+    opt.set_state(std::move(state).value());
+  }
+  ex->options().dropout_training = m.train.dropout;
+  Batch batch;
+  for (int64_t step = 1; step <= steps; ++step) {
+    GRIST_TRY(data->next_batch(batch));
+    GRIST_TRY(data->redraw(batch));
+    for (const auto& [name, t] : batch) GRIST_TRY(ex->set_input(name, t));
+    GRIST_TRY(ex->forward());
+    const NonFiniteEvent* e = &ex->forward_event();
+    if (!e->found) {
+      GRIST_TRY(ex->backward(loss, *params));
+      e = &ex->backward_event();
+    }
+    GRIST_CHECK(!e->found, "{}: pre-training step {} of {} (train.pretrain_steps) produced a non-finite value at "
+                "{} '{}' ({} pass): the program fails before the search", m.path, step, steps, e->op_type,
+                e->node_name, e->in_backward ? "backward" : "forward");
+    GRIST_TRY(opt.step(*ex));
+    for (ValueId id : *params)
+      GRIST_CHECK(all_finite(ex->value(id)), "{}: pre-training step {} of {} (train.pretrain_steps): the {} update "
+                  "made weight '{}' non-finite", m.path, step, steps, optimizer_kind_name(m.train.optimizer.kind),
+                  g.value(id).name);
+  }
+  Checkpoint c;
+  c.path = m.path + " (train.pretrain_steps)";
+  if (from) c.weights = from->weights;
+  for (ValueId id : *params) c.weights[g.value(id).name] = ex->value(id);
+  const OptimizerState st = opt.state();
+  c.steps = st.steps;
+  for (size_t k = 0; k < params->size(); ++k)
+    for (auto [slot, from_state] :
+         {std::pair{"first", &st.first}, std::pair{"second", &st.second}, std::pair{"mean", &st.mean}})
+      if (k < from_state->size() && (*from_state)[k].defined())
+        c.slots[slot][g.value((*params)[k]).name] = (*from_state)[k];
+  return c;
+}
+
+}  // namespace grist
