@@ -73,6 +73,8 @@ class TargetSearch {
   // hunt --all: leaves the program's state for the next hazard's turn, unless it was kept already when the
   // search went beyond the inputs.
   void finish_turn() { carry(); }
+  // hunt --all's later turns: the inputs alone had theirs, so the search goes beyond them from the start.
+  void go_beyond_inputs() { beyond_inputs_ = true; }
 
  private:
   // Inputs alone (GRIST), then crafted training batches (a model that trains), then the weights themselves.
@@ -118,6 +120,7 @@ class TargetSearch {
   const Checkpoint* checkpoint_;  // the manifest's train.checkpoint (its weights are g_'s): the optimizer's state
   CarriedState* carried_;         // hunt --all: where this turn starts from and what it leaves (null: fresh)
   bool carried_out_ = false;
+  bool beyond_inputs_ = false;
 
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
@@ -413,7 +416,7 @@ bool TargetSearch::newton_step_weights() {
 // iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs) return false;
-  if (objective_backward_ran_ && !data_reaches_objective_) return true;
+  if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
     if (by_iterations)
@@ -1102,6 +1105,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
       turn_options.manifest.search.max_iterations = turn.max_iterations;
       TargetSearch search(g, turn_options, report.hazards, *plan[turn.hazard].site, *data,
                           checkpoint ? &*checkpoint : nullptr, &carried);
+      if (turn.beyond_inputs) search.go_beyond_inputs();
       auto outcome = search.run(turn.budget_s, static_cast<int>(turn.hazard) + 1, static_cast<int>(plan.size()));
       if (outcome) search.finish_turn();
       return outcome;

@@ -51,6 +51,7 @@ Status hunt_interleaved(const std::vector<PlannedHazard>& plan, const HuntOption
         if (!final[turns[m]]) shares_left += plan[turns[m]].share;
       Turn turn;
       turn.hazard = i;
+      turn.beyond_inputs = round > 1;
       turn.budget_s = std::max(0.0, (pot - seconds_since(round_start)) * plan[i].share / shares_left);
       if (max_iterations > 0) {
         const int64_t left = max_iterations - iterations_used[i];

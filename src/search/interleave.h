@@ -41,11 +41,13 @@ struct Turn {
   size_t hazard = 0;
   double budget_s = 0;
   int64_t max_iterations = 0;
+  bool beyond_inputs = false;  // the hazard's inputs-only search had its turn: begin with what comes after
 };
 using RunTurn = std::function<Result<HazardOutcome>(const Turn& turn, CarriedState& carried)>;
 
 // Two rounds over the hazards not yet triggered, in plan order: the first shares half of the time (and of each
-// hazard's iterations), the second what is left; a hazard alone in its round gets all of it. A trigger counts
+// hazard's iterations), the second what is left and begins each search beyond the inputs (crafted training, then
+// the weights); a hazard alone in its round gets all of it. A trigger counts
 // for the hazard whose node produced it, whichever hazard's objective was being followed; one at a node already
 // found is not a finding, and the next turn starts again from the initial model. Outcomes are added to `report`
 // the moment they are final (on_outcome called), the hazards never triggered last, in plan order.
