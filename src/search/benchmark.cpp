@@ -124,17 +124,10 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       runs_done += count - k - 1;
       break;
     }
-    // The run's finding: its first trigger a program run reaches, else its first trigger (a weights-perturbed
-    // trigger does not end a hunt). Time to it counts the scan and the hazards before it.
-    const HazardOutcome* chosen = nullptr;
-    for (const auto& out : report->outcomes)
-      if (out.triggered && (!chosen || (chosen->finding_class == FindingClass::WeightsPerturbed &&
-                                        out.finding_class != FindingClass::WeightsPerturbed)))
-        chosen = &out;
-    double spent = report->scan_seconds;
+    double spent = report->scan_seconds;  // time to the trigger counts the scan and the hazards before it
     for (const auto& out : report->outcomes) {
       spent += out.seconds;
-      if (&out != chosen) continue;
+      if (!out.triggered) continue;
       rec.triggered = true;
       rec.seconds = spent;
       rec.iterations = out.iterations;

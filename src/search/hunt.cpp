@@ -1137,9 +1137,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     report.interrupted = outcome->stopped == "interrupted";
     report.outcomes.push_back(std::move(outcome).value());
     if (o.on_outcome) o.on_outcome(report, report.outcomes.back());
-    // The default stops at the first trigger a program run reaches: a weights-perturbed one (the weights-only
-    // hazards, settled first, give them) leaves the hazards after it their turn, the loss's own among them.
-    if (fired && !o.all && report.outcomes.back().finding_class != FindingClass::WeightsPerturbed) break;
+    if (fired && !o.all) break;
   }
   report.seconds = seconds_between(start, Clock::now());
   return report;
