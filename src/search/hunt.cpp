@@ -14,6 +14,7 @@
 #include "engine/checkpoint.h"
 #include "engine/optimizers.h"
 #include "ops/registry.h"
+#include "search/interleave.h"
 #include "search/pretraining.h"
 #include "search/search_choices.h"
 #include "search/sign_step.h"
@@ -67,17 +68,24 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
 class TargetSearch {
  public:
   TargetSearch(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites, const HazardSite& target,
-               const Dataset& fresh_data, const Checkpoint* checkpoint)
+               const Dataset& fresh_data, const Checkpoint* checkpoint, CarriedState* carried = nullptr)
       : g_(g), o_(o), m_(o.manifest), cfg_(o.manifest.search), sites_(sites), target_(target),
-        fresh_data_(fresh_data), checkpoint_(checkpoint) {}
+        fresh_data_(fresh_data), checkpoint_(checkpoint), carried_(carried) {}
 
   Result<HazardOutcome> run(double budget_s, int index, int count);
+  // hunt --all: leaves the program's state for the next hazard's turn, unless it was kept already when the
+  // search went beyond the inputs.
+  void finish_turn() { carry(); }
+  // hunt --all's later turns: the inputs alone had theirs, so the search goes beyond them from the start.
+  void go_beyond_inputs() { beyond_inputs_ = true; }
 
  private:
   // Inputs alone (GRIST), then crafted training batches (a model that trains), then the weights themselves.
   enum class Phase { Inputs, Training, Weights };
 
   Status setup();
+  Status resume();  // from carried_: the turn before this one
+  void carry();     // into carried_, once per turn, before any weight moves but the program's own training's
   Status feed(const Batch& b);
   Status input_step(int64_t it);
   void step_weights();
@@ -115,6 +123,9 @@ class TargetSearch {
   const HazardSite& target_;
   const Dataset& fresh_data_;  // the data as loaded, before any batch was drawn: each search starts from it
   const Checkpoint* checkpoint_;  // the manifest's train.checkpoint (its weights are g_'s): the optimizer's state
+  CarriedState* carried_;         // hunt --all: where this turn starts from and what it leaves (null: fresh)
+  bool carried_out_ = false;
+  bool beyond_inputs_ = false;
 
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
@@ -295,6 +306,45 @@ Status TargetSearch::setup() {
   return Status::ok();
 }
 
+Status TargetSearch::resume() {
+  carried_out_ = false;
+  if (!carried_ || !carried_->valid) return Status::ok();
+  const CarriedState& c = *carried_;
+  for (ValueId id : params_) {
+    auto w = c.weights.find(g_.value(id).name);
+    if (w != c.weights.end()) ex_->mutable_value(id).copy_from(w->second);
+  }
+  if (opt_ && c.optimizer) opt_->set_state(*c.optimizer);
+  for (size_t i = 0; i < phases_.size() && i < c.phase_optimizers.size(); ++i)
+    phases_[i].optimizer.set_state(c.phase_optimizers[i]);
+  if (c.data) data_.emplace(*c.data);
+  if (c.fresh_batch) {
+    GRIST_TRY(data_->next_batch(batch_));
+  } else {
+    batch_ = c.batch;
+  }
+  if (c.rng) ex_->rng() = *c.rng;
+  return Status::ok();
+}
+
+// Weights that are not finite (an optimizer step wrote them) are no state to go on from: the next turn starts
+// from what this one started from.
+void TargetSearch::carry() {
+  if (!carried_ || carried_out_ || !ex_ || !data_) return;
+  carried_out_ = true;
+  for (ValueId id : params_)
+    if (!all_finite(ex_->value(id))) return;
+  CarriedState c;
+  c.valid = true;
+  for (ValueId id : params_) c.weights[g_.value(id).name].copy_from(ex_->value(id));
+  if (opt_) c.optimizer = opt_->state();
+  for (const TrainingPhase& phase : phases_) c.phase_optimizers.push_back(phase.optimizer.state());
+  c.batch = batch_;
+  c.data = *data_;
+  c.rng = ex_->rng();
+  *carried_ = std::move(c);
+}
+
 // grist checks every node; the faithful loop only the loss (or the outputs), as the study did.
 bool TargetSearch::monitored_pass_failed() const {
   if (!cfg_.faithful) return ex_->forward_event().found;
@@ -382,7 +432,7 @@ bool TargetSearch::newton_step_weights() {
 // iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs) return false;
-  if (objective_backward_ran_ && !data_reaches_objective_) return true;
+  if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
     if (by_iterations)
@@ -403,6 +453,7 @@ bool TargetSearch::can_craft_training() const {
 }
 
 void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
+  carry();
   phase_ = Phase::Training;
   begin_stage(it, elapsed);
   out.strategy = "grist+training";
@@ -430,6 +481,7 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
+  carry();
   phase_ = Phase::Weights;
   weights_searched_ = true;
   begin_stage(it, elapsed);
@@ -782,6 +834,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     return out;
   }
   GRIST_TRY(setup());
+  GRIST_TRY(resume());
   if (steps && data_inputs_.empty()) {
     out.skipped = "the manifest marks no input as data (role = \"data\"): nothing to search";
     return out;
@@ -969,12 +1022,6 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
 
 namespace {
 
-// A hazard to hunt and its weight in sharing the time limit.
-struct PlannedHazard {
-  const HazardSite* site;
-  double share;
-};
-
 // Which values some searched data input reaches (forward along the graph, whose nodes are in order).
 std::vector<bool> reached_from_data(const Graph& g, const Dataset& data) {
   std::vector<bool> inputs(g.values.size(), false);
@@ -1133,6 +1180,22 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   if (o.on_planned) o.on_planned(report);
   if (o.on_outcome)
     for (const HazardOutcome& skipped : report.outcomes) o.on_outcome(report, skipped);
+  if (o.all && plan.size() > 1) {
+    // Every hazard on one run: turns that carry the program's own training forward (search/interleave.h).
+    auto run_turn = [&](const Turn& turn, CarriedState& carried) -> Result<HazardOutcome> {
+      HuntOptions turn_options = o;
+      turn_options.manifest.search.max_iterations = turn.max_iterations;
+      TargetSearch search(g, turn_options, report.hazards, *plan[turn.hazard].site, *data,
+                          checkpoint ? &*checkpoint : nullptr, &carried);
+      if (turn.beyond_inputs) search.go_beyond_inputs();
+      auto outcome = search.run(turn.budget_s, static_cast<int>(turn.hazard) + 1, static_cast<int>(plan.size()));
+      if (outcome) search.finish_turn();
+      return outcome;
+    };
+    GRIST_TRY(hunt_interleaved(plan, o, start, run_turn, report));
+    report.seconds = seconds_between(start, Clock::now());
+    return report;
+  }
   // The time limit is shared by weight: each hazard gets its share of what is left when its turn comes, so
   // time a quick trigger did not use goes to the hazards after it.
   const double total_s = o.manifest.search.time_limit * 60.0;
