@@ -888,8 +888,15 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (crafting) std::fill(objective_weight_grad_.begin(), objective_weight_grad_.end(), Tensor{});
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
-        GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
-                                std::span<const Tensor* const>(&seed, 1), search_ids_));
+        // The search's own gradient is taken unrounded: in a 16-bit mode the objective's gradient (∂y/∂x of a
+        // softmax output near 0, say) underflows the format long before the hazard fires, and a sign step on 0
+        // goes nowhere. Only the program's own passes keep the format's numerics.
+        const Precision program_precision = ex_->options().precision;
+        ex_->options().precision = Precision::Fp32;
+        const Status objective_backward = ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
+                                                        std::span<const Tensor* const>(&seed, 1), search_ids_);
+        ex_->options().precision = program_precision;
+        GRIST_TRY(objective_backward);
         if (!objective_backward_ran_) {
           objective_backward_ran_ = true;
           for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;
