@@ -148,3 +148,29 @@ TEST(HuntAmp, AForwardOverflowInFloat16IsAGenuineFailureFloat32DoesNotHave) {
   HazardOutcome fp32 = hunt_in(*t, Precision::Fp32);
   EXPECT_FALSE(fp32.triggered) << fp32.event.describe();
 }
+
+// loss = Σ sqrt(x·w) at w = 0: sqrt′(0) = ∞ whatever the scale. Each step is skipped and the scale halved,
+// 65536 → 1 in 16 steps; the 17th pass, at scale 1, is still infinite and leaves 0.5: below the floor, the
+// gradient's inf is the model's own, reported then, with the producer of that unscaled pass. float32 training
+// fires at the first step.
+TEST(HuntAmp, AGradientInfiniteAtEveryScaleFailsOnceTheScaleCollapses) {
+  auto t = write_model("collapse", {0.0f, 0.0f, 0.0f, 0.0f}, {{"Sqrt", {"h"}, "e"}, {"ReduceSum", {"e"}, "loss"}},
+                       "[inputs.x]\nrole = \"data\"\nvalues = [[0.5, 0.25]]\nrange = [0.0, 1.0]\n" + kTraining +
+                           "[search]\nmax_iterations = 100\nweight_change = 0\n");
+  HazardOutcome o = hunt_in(*t, Precision::AmpFp16);
+  ASSERT_TRUE(o.triggered) << o.stopped;
+  EXPECT_EQ(o.pass, TriggerPass::TrainingBackward);
+  EXPECT_TRUE(o.scale_collapsed);
+  EXPECT_EQ(o.scaler_skipped_steps, 17);
+  EXPECT_EQ(o.loss_scale, 0.5);
+  EXPECT_EQ(o.iterations, 17);
+  EXPECT_EQ(o.event.op_type, "Sqrt");
+  ASSERT_TRUE(o.witness.scaler.has_value());
+  EXPECT_EQ(o.witness.scaler->scale, 1.0f);  // the scale that pass was seeded with
+
+  HazardOutcome fp32 = hunt_in(*t, Precision::Fp32);
+  ASSERT_TRUE(fp32.triggered);
+  EXPECT_EQ(fp32.pass, TriggerPass::TrainingBackward);
+  EXPECT_EQ(fp32.iterations, 1);
+  EXPECT_FALSE(fp32.scale_collapsed);
+}
