@@ -34,6 +34,7 @@ struct BenchFlags {
   std::string reach = "weights";
   bool no_replay = false;
   bool stall_rule = false;
+  std::string precision;  // empty: each manifest's
   bool quiet = false;
   bool fix = false;
   double fix_hunt_seconds = 5;
@@ -172,6 +173,11 @@ int bench_main(const BenchFlags& f) {
   o.no_weights = f.reach != "weights";
   o.no_training = f.reach == "inputs";
   o.stall_rule = f.stall_rule;
+  if (!f.precision.empty()) {
+    auto p = parse_precision(f.precision);
+    if (!p) return fail(fmt::format("--precision: {}", p.message()));
+    o.precision = *p;
+  }
   std::optional<ShardSpec> shard;
   if (!f.shard.empty()) {
     auto spec = parse_shard(f.shard);
@@ -280,6 +286,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--stall-rule", f->stall_rule,
                 "every hunt ends each stage when the search stalls instead of on its share of the budget (grist hunt "
                 "--stall-rule)");
+  cmd->add_option("--precision", f->precision,
+                  "override every manifest's [numerics] precision: fp32, fp16, bf16, amp-fp16, amp-bf16");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");
   cmd->add_flag("--fix", f->fix,
                 "also run grist fix on every subject: the repair of its bug with checks a-d, and the preconditions "

@@ -133,6 +133,7 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.dirty_.assign(nv, 1);
   ex.is_set_.assign(nv, 0);
   ex.in_format_.assign(nv, 0);
+  ex.version_.assign(nv, 1);
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
   ex.grad_finite_.assign(nv, 1);
@@ -159,6 +160,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     a.wide_grad_in.resize(node.inputs.size());
     a.wide_out.resize(node.outputs.size());
     a.wide_grad_out.resize(node.outputs.size());
+    a.cast_version.assign(node.inputs.size(), 0);
+    a.cast_format.assign(node.inputs.size(), DType::Undefined);
   }
   return ex;
 }
@@ -189,11 +192,13 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
   else values_[static_cast<size_t>(id)] = t;
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
+  ++version_[static_cast<size_t>(id)];
   return Status::ok();
 }
 
 Tensor& Executor::mutable_value(ValueId id) {
   dirty_[static_cast<size_t>(id)] = 1;
+  ++version_[static_cast<size_t>(id)];
   return values_[static_cast<size_t>(id)];
 }
 
@@ -256,7 +261,10 @@ Status Executor::forward() {
     }
     const DType half = node_half_type(*ops_[n], a.in);
     HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
-    if (half != DType::Undefined) widen_forward_args(scratch, a.in, a.out);
+    if (half != DType::Undefined) {
+      std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
+      widen_forward_args(scratch, a.in, a.out);
+    }
     const bool simulated = format != DType::Undefined && half == DType::Undefined;
     if (simulated && autocast) cast_autocast_inputs(n, format);
     ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
@@ -277,14 +285,18 @@ Status Executor::forward() {
     }
     if (!st) return st;
     for (ValueId out : node.outputs)
-      if (out != kNoValue) is_set_[static_cast<size_t>(out)] = 1;
+      if (out != kNoValue) {
+        is_set_[static_cast<size_t>(out)] = 1;
+        ++version_[static_cast<size_t>(out)];
+      }
     if (options_.scan_nonfinite) note_forward_nonfinite(n);
   }
   return Status::ok();
 }
 
 // amp-*: a LowerPrecision op (autocast.h) reads its float32 inputs cast to the format: rounded copies, in the
-// node's scratch, of every input not already holding the format's values.
+// node's scratch, of every input not already holding the format's values. A copy made of the same version of the
+// value, in the same format, is kept: weights are rounded again only after an update.
 void Executor::cast_autocast_inputs(size_t n, DType format) {
   const Node& node = graph_->nodes[n];
   if (!node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision) return;
@@ -294,8 +306,12 @@ void Executor::cast_autocast_inputs(size_t n, DType format) {
     const auto in = static_cast<size_t>(node.inputs[i]);
     if (node.inputs[i] == kNoValue || values_[in].dtype() != DType::Float32 || in_format_[in]) continue;
     Tensor& cast = scratch.wide_in(i);
-    cast.copy_from(values_[in]);
-    round_to_format(format, cast);
+    if (a.cast_version[i] != version_[in] || a.cast_format[i] != format) {
+      cast.copy_from(values_[in]);
+      round_to_format(format, cast);
+      a.cast_version[i] = version_[in];
+      a.cast_format[i] = format;
+    }
     a.in[i] = &cast;
   }
 }
@@ -490,7 +506,10 @@ Status Executor::run_node_backward(size_t n) {
   // The forward's inputs are unchanged since, so this is the half type it computed in.
   const DType half = node_half_type(*ops_[n], a.in);
   HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
-  if (half != DType::Undefined) widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
+  if (half != DType::Undefined) {
+    std::fill(a.cast_version.begin(), a.cast_version.end(), 0);
+    widen_backward_args(scratch, a.in, a.out_const, a.grad_out, a.grad_in);
+  }
   const DType format = half == DType::Undefined ? precision_format(options_.precision) : DType::Undefined;
   const bool autocast = is_autocast(options_.precision);
   if (format != DType::Undefined && autocast) cast_autocast_inputs(n, format);  // as the forward saw them

@@ -92,6 +92,7 @@ class Executor {
   std::vector<uint8_t> dirty_;       // per value: input/initializer changed since its last scan
   std::vector<uint8_t> is_set_;      // per value: holds data (inputs, initializers, produced)
   std::vector<uint8_t> in_format_;   // per value: a float32 value holding the precision's 16-bit values
+  std::vector<uint64_t> version_;    // per value: bumped whenever it is written (input, weight update, node output)
   std::vector<NodeState> states_;
   // Per-node argument arrays, built once so the hot loop only fills pointers.
   struct NodeArgs {
@@ -103,6 +104,10 @@ class Executor {
     std::vector<Tensor> edge_grad;  // per input: gradient scratch when the value has several consumers
     // A node run on half inputs: float32 copies of its inputs, outputs and their gradients, kept across passes.
     std::vector<Tensor> wide_in, wide_grad_in, wide_out, wide_grad_out;
+    // amp-*: per input, the version of the value (and the format) wide_in holds a rounded copy of; 0: none. A
+    // weight is cast once per update, not once per pass, and the backward reuses the forward's casts.
+    std::vector<uint64_t> cast_version;
+    std::vector<DType> cast_format;
   };
   std::vector<NodeArgs> args_;
   // Backward plans, one per (outputs, wrt) asked for; a hunt alternates between two or three.

@@ -62,6 +62,18 @@ std::string masked_text(const HazardOutcome& o) {
                      o.masked.describe(), o.masked_iteration, o.masked_count, o.masked_count == 1 ? "" : "es");
 }
 
+// amp-* training: the steps loss scaling skipped (its normal behaviour), and a collapsed scale (a failure).
+std::string loss_scaling_text(const HazardOutcome& o) {
+  if (o.loss_scale <= 0 && !o.scale_collapsed) return "";
+  if (o.scale_collapsed)
+    return fmt::format("  loss scaling: the gradient stayed non-finite while the scale backed off to {:g} after {} "
+                       "skipped step{}: a genuine failure, not an overflow loss scaling absorbs\n",
+                       o.loss_scale, o.scaler_skipped_steps, o.scaler_skipped_steps == 1 ? "" : "s");
+  return fmt::format("  loss scaling: {} training step{} skipped on an inf/NaN gradient (the scaler's normal "
+                     "behaviour, not a trigger); scale {:g}\n",
+                     o.scaler_skipped_steps, o.scaler_skipped_steps == 1 ? "" : "s", o.loss_scale);
+}
+
 }  // namespace
 
 nlohmann::json to_json(const WeightMove& m) {
@@ -99,7 +111,7 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
   if (!o.triggered) {
     out += fmt::format("  not triggered: {} iterations in {:.2f} s (budget {:.1f} s), last objective {:.6g}{}\n",
                        o.iterations, o.seconds, o.budget_s, o.objective, o.stopped.empty() ? "" : "; " + o.stopped);
-    return out + masked_text(o);
+    return out + masked_text(o) + loss_scaling_text(o);
   }
   out += fmt::format("  TRIGGERED ({}) at iteration {} after {:.3f} s ({:.3f} s since start), {} pass, strategy {}{}\n",
                      finding_class_name(o.finding_class), o.iterations, o.seconds, o.seconds_since_start,
@@ -119,7 +131,7 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
   if (!chain.empty()) out += fmt::format("  chain: {}\n", chain);
   if (fired && !fired->fix_hint.empty()) out += fmt::format("  fix: {}\n", fired->fix_hint);
   if (w) out += fmt::format("  witness: {}\n  replay: grist replay {}\n", w->npz, w->json);
-  return out + masked_text(o);
+  return out + masked_text(o) + loss_scaling_text(o);
 }
 
 std::string summary_text(const HuntReport& r) {
@@ -189,6 +201,9 @@ nlohmann::json outcome_json(const Graph& g, const HuntReport& r, const HazardOut
   if (!o.stopped.empty()) x["stopped"] = o.stopped;
   if (o.masked_count > 0)
     x["masked"] = {{"producer", to_json(o.masked)}, {"iteration", o.masked_iteration}, {"passes", o.masked_count}};
+  if (o.loss_scale > 0 || o.scale_collapsed)
+    x["loss_scaling"] = {{"skipped_steps", o.scaler_skipped_steps}, {"scale", o.loss_scale},
+                         {"collapsed", o.scale_collapsed}};
   if (o.triggered) {
     x["pass"] = std::string(pass_name(o.pass));
     x["class"] = std::string(finding_class_name(o.finding_class));

@@ -8,6 +8,7 @@
 #include "data/file_write.h"
 #include "data/npz.h"
 #include "engine/executor.h"
+#include "engine/grad_scaler.h"
 #include "onnx/import.h"
 #include "report/hunt_report.h"
 #include "report/run_report.h"
@@ -102,6 +103,9 @@ nlohmann::json witness_json(const HazardOutcome& o, const Manifest& manifest, co
                      {"dropout", manifest.train.dropout},
                      {"rng_states", rng}};
   }
+  if (o.witness.scaler)
+    j["loss_scaler"] = {{"scale", o.witness.scaler->scale}, {"growth_tracker", o.witness.scaler->growth_tracker},
+                        {"skipped_steps", o.witness.scaler->skipped_steps}};
   if (!o.weight_moves.empty()) {
     nlohmann::json moves = nlohmann::json::array();
     for (const auto& m : o.weight_moves) moves.push_back(to_json(m));
@@ -238,6 +242,29 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
     const ValueId loss = loss_name.empty() ? kNoValue : g->find_value(loss_name);
     std::optional<Optimizer> opt;
     std::vector<ValueId> params;  // the weights the program trains: its backward's wanted gradients
+    // amp-* training: the loss scaler as the hunt had it there; the training passes' backwards are seeded with
+    // its scale and their steps go through it (witnesses without one replay unscaled).
+    std::optional<GradScaler> scaler;
+    if (j.contains("loss_scaler")) {
+      const nlohmann::json& s = j.at("loss_scaler");
+      scaler.emplace();
+      scaler->set_state({s.at("scale").get<float>(), s.at("growth_tracker").get<int64_t>(),
+                         s.at("skipped_steps").get<int64_t>()});
+    }
+    Tensor scale_seed;
+    auto training_backward = [&](std::span<const ValueId> wrt) -> Status {
+      if (!scaler) return ex->backward(loss, wrt);
+      scaler->fill_seed(ex->value(loss), scale_seed);
+      const Tensor* seed = &scale_seed;
+      return ex->backward(std::span(&loss, 1), std::span(&seed, 1), wrt);
+    };
+    auto training_update = [&]() -> Status {
+      if (!scaler) return opt->step(*ex);
+      auto stepped = scaler->step(*opt, *ex);
+      if (!stepped) return stepped.status();
+      scaler->update();
+      return Status::ok();
+    };
     if (j.contains("trained"))
       for (const auto& name : j.at("trained").get<std::vector<std::string>>()) {
         const ValueId id = g->find_value(name);
@@ -273,8 +300,8 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
           if (!st) return make_error("{}: step {}: {}", npz.string(), k, st.message());
         }
         GRIST_TRY(ex->forward());
-        GRIST_TRY(ex->backward(loss, params));
-        GRIST_TRY(opt->step(*ex));
+        GRIST_TRY(training_backward(params));
+        GRIST_TRY(training_update());
       }
       r.training_steps = static_cast<int64_t>(steps.size());
     } else if (*pass == TriggerPass::OptimizerStep) {
@@ -300,10 +327,11 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
       std::vector<ValueId> wrt = params;
       if (wrt.empty() && *pass == TriggerPass::LossBackward)
         for (const auto& [name, x] : inputs) wrt.push_back(g->find_value(name));
-      GRIST_TRY(ex->backward(loss, wrt));
+      if (*pass == TriggerPass::LossBackward) GRIST_TRY(ex->backward(loss, wrt));
+      else GRIST_TRY(training_backward(wrt));
       r.event = ex->backward_event();
       if (*pass == TriggerPass::OptimizerStep && !r.event.found && opt) {
-        GRIST_TRY(opt->step(*ex));
+        GRIST_TRY(training_update());
         for (ValueId id : params)
           if (!all_finite(ex->value(id))) {
             r.event.found = true;

@@ -92,9 +92,12 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
   so.batch = manifest->batch_size;
   auto scanned = scan(*graph, so);
   bool clipped = true;
+  // The scan's proofs hold in float32 only: under a 16-bit precision every hazard is hunted, and none contradicts.
+  const Precision precision = o.precision ? *o.precision : manifest->precision;
+  const bool float32 = precision == Precision::Fp32;
   for (const auto& [name, spec] : manifest->inputs) clipped &= spec.role != InputRole::Data || spec.range != ClipRange::None;
   auto contradicts = [&](const HazardOutcome& out) {
-    if (!scanned || !clipped || out.finding_class == FindingClass::WeightsPerturbed) return false;
+    if (!scanned || !clipped || !float32 || out.finding_class == FindingClass::WeightsPerturbed) return false;
     for (const HazardVerdict& v : scanned->verdicts)
       if (v.site.id == out.fired_site && v.verdict == Verdict::ProvedSafe)
         return v.scope == Scope::EveryRun || (v.scope == Scope::Steps && v.safe_steps >= out.training_steps);
@@ -113,6 +116,8 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (o.no_weights) h.manifest.search.weight_change = 0;
     if (o.no_training) h.manifest.search.training_share = 0;
     if (o.stall_rule) h.manifest.search.stall_rule = true;
+    h.manifest.precision = precision;
+    h.use_scan = float32;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
     ++runs_done;
@@ -137,7 +142,7 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       rec.expected_op = s.expected_op.empty() || out.event.op_type == s.expected_op;
       rec.weight_search = out.weights_from > 0;
       if (o.replay) {
-        auto again = o.replay(*manifest, out);
+        auto again = o.replay(h.manifest, out);
         if (!again) {
           rec.replay_error = again.message();
         } else {

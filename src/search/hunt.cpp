@@ -12,6 +12,7 @@
 #include "data/dataset.h"
 #include "engine/executor.h"
 #include "engine/checkpoint.h"
+#include "engine/grad_scaler.h"
 #include "engine/optimizers.h"
 #include "ops/registry.h"
 #include "search/interleave.h"
@@ -130,6 +131,8 @@ class TargetSearch {
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
   std::optional<Optimizer> opt_;
+  std::optional<GradScaler> scaler_;  // amp-* training's loss scaling
+  Tensor scale_seed_;                 // the scaled loss's backward seed
   std::vector<ValueId> params_;
   ValueId loss_ = kNoValue;
   Batch batch_;                 // the persistent batch
@@ -207,6 +210,7 @@ class TargetSearch {
   static constexpr size_t kMaxCraftedBytes = size_t{128} << 20;  // what a witness may hold of them
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
+  std::optional<GradScalerState> training_start_scaler_;
 
   // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
   // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
@@ -276,6 +280,7 @@ Status TargetSearch::setup() {
   crafted_bytes_ = 0;
   training_start_weights_.clear();
   training_start_state_.reset();
+  training_start_scaler_.reset();
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -288,6 +293,8 @@ Status TargetSearch::setup() {
     auto phases = training_phases(g_, m_);
     if (!phases) return phases.error();
     phases_ = std::move(phases).value();
+    scaler_.reset();
+    if (is_autocast(m_.precision)) scaler_.emplace();
     if (checkpoint_) {
       auto state = checkpoint_state(*checkpoint_, g_, params_, m_.train.optimizer);
       if (!state) return state.error();
@@ -317,6 +324,7 @@ Status TargetSearch::resume() {
   if (opt_ && c.optimizer) opt_->set_state(*c.optimizer);
   for (size_t i = 0; i < phases_.size() && i < c.phase_optimizers.size(); ++i)
     phases_[i].optimizer.set_state(c.phase_optimizers[i]);
+  if (scaler_ && c.scaler) scaler_->set_state(*c.scaler);
   if (c.data) data_.emplace(*c.data);
   if (c.fresh_batch) {
     GRIST_TRY(data_->next_batch(batch_));
@@ -339,6 +347,7 @@ void TargetSearch::carry() {
   for (ValueId id : params_) c.weights[g_.value(id).name].copy_from(ex_->value(id));
   if (opt_) c.optimizer = opt_->state();
   for (const TrainingPhase& phase : phases_) c.phase_optimizers.push_back(phase.optimizer.state());
+  if (scaler_) c.scaler = scaler_->state();
   c.batch = batch_;
   c.data = *data_;
   c.rng = ex_->rng();
@@ -468,6 +477,7 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   crafted_ = batch_;
   for (ValueId id : params_) training_start_weights_[g_.value(id).name] = ex_->value(id);
   training_start_state_ = opt_->state();
+  if (scaler_) training_start_scaler_ = scaler_->state();
   search_ids_ = data_ids_;
   search_ids_.insert(search_ids_.end(), params_.begin(), params_.end());
   objective_weight_grad_.assign(params_.size(), Tensor{});
@@ -676,6 +686,8 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.witness.training.clear();
   out.witness.trained.clear();
   out.witness.optimizer.reset();
+  out.witness.scaler.reset();
+  if (scaler_) out.witness.scaler = scaler_->state();
   if (opt_)
     for (ValueId id : params_) out.witness.trained.push_back(g_.value(id).name);
   if (weights_changed_) {
@@ -687,6 +699,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
     out.finding_class = FindingClass::TrainingReached;
     out.witness.weights = training_start_weights_;
     out.witness.optimizer = training_start_state_;
+    out.witness.scaler = training_start_scaler_;
     out.witness.training = std::move(crafted_steps_);
     crafted_steps_.clear();
     for (ValueId id : variable_ids_) out.witness.weights[g_.value(id).name] = ex_->value(id);
@@ -726,8 +739,15 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       return Status::ok();
     }
   }
-  GRIST_TRY(ex_->backward(loss_, params_));
-  if (!cfg_.faithful && ex_->backward_event().found) {
+  if (scaler_) {
+    scaler_->fill_seed(ex_->value(loss_), scale_seed_);
+    const Tensor* seed = &scale_seed_;
+    GRIST_TRY(ex_->backward(std::span(&loss_, 1), std::span(&seed, 1), params_));
+  } else {
+    GRIST_TRY(ex_->backward(loss_, params_));
+  }
+  // Under loss scaling an inf/NaN gradient skips the step (below); it fails only once the scale collapses.
+  if (!cfg_.faithful && !scaler_ && ex_->backward_event().found) {
     record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout,
                    rng_before);
     fired = true;
@@ -738,7 +758,26 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
   // Keep the weights the pass used: the optimizer may be the producer.
   weights_before_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
-  GRIST_TRY(opt_->step(*ex_));
+  if (scaler_) {
+    auto stepped = scaler_->step(*opt_, *ex_);
+    if (!stepped) return stepped.status();
+    const GradScalerState used = scaler_->state();  // the scale this pass's backward was seeded with
+    scaler_->update();
+    out.scaler_skipped_steps = scaler_->skipped_steps();
+    out.loss_scale = scaler_->scale();
+    if (!*stepped) {
+      if (!cfg_.faithful && scaler_->collapsed() && ex_->backward_event().found) {
+        record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout,
+                       rng_before);
+        out.scale_collapsed = true;
+        if (out.finding_class != FindingClass::TrainingReached) out.witness.scaler = used;
+        fired = true;
+      }
+      return Status::ok();
+    }
+  } else {
+    GRIST_TRY(opt_->step(*ex_));
+  }
   for (ValueId id : params_) {
     const Tensor& w = ex_->value(id);
     if (cfg_.faithful || all_finite(w)) continue;
@@ -961,8 +1000,15 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (crafting) std::fill(objective_weight_grad_.begin(), objective_weight_grad_.end(), Tensor{});
       if (ov.index >= 0) {
         const Tensor* seed = &seed_;
-        GRIST_TRY(ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
-                                std::span<const Tensor* const>(&seed, 1), search_ids_));
+        // The search's own gradient is taken unrounded: in a 16-bit mode the objective's gradient (∂y/∂x of a
+        // softmax output near 0, say) underflows the format long before the hazard fires, and a sign step on 0
+        // goes nowhere. Only the program's own passes keep the format's numerics.
+        const Precision program_precision = ex_->options().precision;
+        ex_->options().precision = Precision::Fp32;
+        const Status objective_backward = ex_->backward(std::span<const ValueId>(&target_.objective_value, 1),
+                                                        std::span<const Tensor* const>(&seed, 1), search_ids_);
+        ex_->options().precision = program_precision;
+        GRIST_TRY(objective_backward);
         if (!objective_backward_ran_) {
           objective_backward_ran_ = true;
           for (ValueId id : data_ids_) data_reaches_objective_ |= ex_->grad(id) != nullptr;

@@ -10,6 +10,7 @@
 
 #include "analysis/hazards.h"
 #include "config/manifest.h"
+#include "engine/grad_scaler.h"
 #include "engine/nonfinite.h"
 #include "engine/optimizers.h"
 #include "graph/graph.h"
@@ -87,6 +88,7 @@ struct Witness {
   std::vector<std::string> trained;       // the weights the model's optimizer updates, in its order
   std::optional<OptimizerState> optimizer;  // the optimizer's state at `weights` (training-reached, or an
                                             // optimizer-step trigger)
+  std::optional<GradScalerState> scaler;    // amp-* training: the loss scaler's state where the replay starts
 };
 
 // How far the weight search carried one weight tensor (weights-perturbed findings), beside what the model's
@@ -125,6 +127,13 @@ struct HazardOutcome {
   NonFiniteEvent masked;
   int64_t masked_iteration = 0;
   int64_t masked_count = 0;    // passes in which one was seen
+  // amp-* training's loss scaling (engine/grad_scaler.h): steps the scaler skipped on an inf/NaN gradient (its
+  // normal behaviour, never a trigger by itself), and the scale after the last step (0: no scaler ran). A
+  // trigger with scale_collapsed is a gradient that stayed non-finite while the scale backed off below
+  // GradScaler::kCollapseFloor: a genuine failure, not one the scaler absorbs.
+  int64_t scaler_skipped_steps = 0;
+  double loss_scale = 0;
+  bool scale_collapsed = false;
   Witness witness;
 };
 

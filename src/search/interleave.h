@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "engine/grad_scaler.h"
 #include "engine/optimizers.h"
 #include "search/hunt.h"
 #include "util/rng.h"
@@ -30,6 +31,7 @@ struct CarriedState {
   std::map<std::string, Tensor> weights;    // the trained weights, by name
   std::optional<OptimizerState> optimizer;
   std::vector<OptimizerState> phase_optimizers;  // [[train.phases]]: each phase's optimizer, in order
+  std::optional<GradScalerState> scaler;         // amp-* training's loss scale
   Batch batch;                              // the persistent batch
   std::optional<Dataset> data;              // the data order
   std::optional<Rng> rng;                   // the engine's generator (dropout masks)

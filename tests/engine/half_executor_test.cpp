@@ -296,4 +296,31 @@ TEST(SimulatedPrecision, AutocastSteadyStateAllocatesNothing) {
   EXPECT_EQ(Tensor::allocation_count(), before);
 }
 
+// The rounded copy of a weight is kept between passes, and made again as soon as the weight changes: through
+// mutable_value (an optimizer step, the weight search) or set_input.
+TEST(SimulatedPrecision, AutocastRoundsAWeightAgainOnlyAfterItChanges) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {1, 2})
+                .constant("w", Tensor::from<float>({2, 1}, {0.1f, 0.0f}))
+                .node("MatMul", {"x", "w"}, {"y"})
+                .output("y")
+                .build();
+  Executor ex = make_executor(g, Precision::AmpFp16);
+  const ValueId w = g.find_value("w"), y = g.find_value("y");
+  auto half = [](float v) { return half_bits_to_float(float_to_half_bits(v)); };
+  ASSERT_TRUE(ex.set_input("x", Tensor::from<float>({1, 2}, {1.0f, 1.0f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_EQ(ex.value(y).data<float>()[0], half(0.1f));
+  ASSERT_TRUE(ex.forward().is_ok());  // the cached copy
+  EXPECT_EQ(ex.value(y).data<float>()[0], half(0.1f));
+  ex.mutable_value(w).data<float>()[1] = 0.3f;
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_EQ(ex.value(y).data<float>()[0], half(half(0.1f) + half(0.3f)));
+  ASSERT_TRUE(ex.set_input("w", Tensor::from<float>({2, 1}, {0.7f, 0.0f})).is_ok());
+  ASSERT_TRUE(ex.forward().is_ok());
+  EXPECT_EQ(ex.value(y).data<float>()[0], half(0.7f));
+  // The master weight itself stays float32.
+  EXPECT_EQ(ex.value(w).data<float>()[0], 0.7f);
+}
+
 }  // namespace
