@@ -4,7 +4,9 @@
 #include <cfloat>
 
 #include "analysis/trained_weights.h"
+#include "analysis/format_rounding.h"
 #include "analysis/training_bounds.h"
+#include "engine/autocast.h"
 #include "data/dataset.h"
 #include "ops/registry.h"
 
@@ -200,14 +202,32 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     }
   }
 
+  // Under a 16-bit precision the run rounds inputs and weights to the format before the first op.
+  auto in_format = [&](ValueId id) {
+    return o.format != DType::Undefined && static_cast<size_t>(id) < o.in_format.size() &&
+           o.in_format[static_cast<size_t>(id)];
+  };
+  for (const auto* ids : {&g.inputs, &g.initializers})
+    for (ValueId id : *ids)
+      if (in_format(id)) round_to_format(a.values[static_cast<size_t>(id)], o.format);
+
   const OpRegistry& reg = OpRegistry::global();
   for (const Node& node : g.nodes) {
     const OpDef* def = reg.find(node.op_type, node.domain);
     std::vector<const IntervalTensor*> in(node.inputs.size(), nullptr);
     bool all_exact = def && def->forward && !def->has(kDrawsRandom);
+    // amp-*: an op autocast runs in the format reads its float32 inputs rounded to it (Executor's casts).
+    const bool casts_inputs = o.format != DType::Undefined && o.autocast && node.domain.empty() &&
+                              autocast_rule(node.op_type) == AutocastRule::LowerPrecision;
+    std::vector<IntervalTensor> cast(casts_inputs ? node.inputs.size() : 0);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i] == kNoValue) continue;
       in[i] = &a.values[static_cast<size_t>(node.inputs[i])];
+      if (casts_inputs && !in_format(node.inputs[i]) && in[i]->dtype == DType::Float32) {
+        cast[i] = *in[i];
+        round_to_format(cast[i], o.format);
+        in[i] = &cast[i];
+      }
       all_exact = all_exact && in[i]->exact;
     }
     std::vector<IntervalTensor> out(node.outputs.size(), IntervalTensor::unknown(DType::Undefined));
@@ -254,6 +274,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         return make_error("{} ({}): bounds on blocks {} do not fit shape {}", node.name, node.op_type,
                           t.blocks.str(), t.shape.str());
       t.partition_if_large();
+      if (in_format(node.outputs[k])) round_to_format(t, o.format);
       a.values[static_cast<size_t>(node.outputs[k])] = std::move(t);
     }
   }

@@ -42,6 +42,11 @@ struct IntervalOptions {
   std::map<std::string, Interval> assumed;
   TrainedWeights trained = TrainedWeights::Unbounded;
   int64_t steps = 0;  // with TrainedWeights::Steps
+  // A 16-bit precision's format (Float16, BFloat16; Undefined: float32) and, per value, whether the run rounds
+  // it to the format (analysis/half_hazards.h): those intervals are rounded as the run rounds the values.
+  DType format = DType::Undefined;
+  std::vector<bool> in_format = {};
+  bool autocast = false;  // amp-*: the ops autocast runs in the format also read their inputs rounded to it
 };
 
 struct IntervalAnalysis {

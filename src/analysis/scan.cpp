@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/half_hazards.h"
 #include "analysis/trained_weights.h"
 #include "analysis/training_bounds.h"
 
@@ -44,9 +45,9 @@ namespace {
 
 // Whether the operand's interval meets its failure kind's danger zone (ops/hazard.cpp).
 bool meets_danger(const HazardSite& s, const Node& node, const std::vector<IntervalTensor>& values,
-                  std::string& danger) {
+                  std::string& danger, DType format) {
   const FailureKind& kind = failure_kind(s.failure);
-  danger = kind.danger;
+  danger = danger_in_format(s.failure, format);
   auto intervals = [&](const std::vector<ValueId>& ids) {
     std::vector<const IntervalTensor*> v(ids.size(), nullptr);
     for (size_t i = 0; i < ids.size(); ++i)
@@ -55,7 +56,7 @@ bool meets_danger(const HazardSite& s, const Node& node, const std::vector<Inter
   };
   const std::vector<const IntervalTensor*> in = intervals(node.inputs), out = intervals(node.outputs);
   const IntervalTensor& operand = values[static_cast<size_t>(s.operand_value)];
-  return operand.may_be_nan || kind.meets_danger(DangerContext{node, operand, in, out});
+  return operand.may_be_nan || kind.meets_danger(DangerContext{node, operand, in, out, format});
 }
 
 bool inputs_bounded(const Node& node, const std::vector<IntervalTensor>& values) {
@@ -75,8 +76,8 @@ bool float_outputs_bounded(const Node& node, const std::vector<IntervalTensor>& 
 
 // Whether the site's operand meets its danger zone in `values`, or its bounded inputs give an open output.
 bool may_fail_in(const HazardSite& s, const Node& node, const std::vector<IntervalTensor>& values,
-                 std::string& danger) {
-  if (meets_danger(s, node, values, danger)) return true;
+                 std::string& danger, DType format) {
+  if (meets_danger(s, node, values, danger, format)) return true;
   // A finite operand can still overflow the op (a tiny divisor): an open output from bounded inputs.
   if (inputs_bounded(node, values) && !float_outputs_bounded(node, values)) {
     danger += " (or the result overflows)";
@@ -85,8 +86,11 @@ bool may_fail_in(const HazardSite& s, const Node& node, const std::vector<Interv
   return false;
 }
 
-IntervalOptions interval_options(const ScanOptions& o, TrainedWeights trained, int64_t steps) {
+IntervalOptions interval_options(const Graph& g, const ScanOptions& o, TrainedWeights trained, int64_t steps) {
   IntervalOptions io;
+  io.format = precision_format(o.precision);
+  if (io.format != DType::Undefined) io.in_format = values_in_format(g, o.precision);
+  io.autocast = is_autocast(o.precision);
   io.manifest = o.manifest;
   io.batch = o.batch;
   io.given = o.given;
@@ -103,12 +107,12 @@ IntervalOptions interval_options(const ScanOptions& o, TrainedWeights trained, i
 Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardVerdict*>& pending) {
   std::vector<int64_t> safe(pending.size(), 0), unsafe(pending.size(), 0);
   auto probe = [&](int64_t n, const std::vector<size_t>& which) -> Status {
-    auto a = analyze_intervals(g, interval_options(o, TrainedWeights::Steps, n));
+    auto a = analyze_intervals(g, interval_options(g, o, TrainedWeights::Steps, n));
     if (!a) return a.error();
     for (size_t k : which) {
       std::string danger;
       const HazardSite& s = pending[k]->site;
-      if (may_fail_in(s, g.nodes[static_cast<size_t>(s.node)], a->values, danger)) {
+      if (may_fail_in(s, g.nodes[static_cast<size_t>(s.node)], a->values, danger, precision_format(o.precision))) {
         if (unsafe[k] == 0 || n < unsafe[k]) unsafe[k] = n;
       } else {
         safe[k] = std::max(safe[k], n);
@@ -149,15 +153,17 @@ Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardV
 Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // The proof for every run: the weights the program trains may take any value, unless the user says.
-  auto analysis = analyze_intervals(
-      g, interval_options(options, options.ranum_weights ? TrainedWeights::RanumDefault : TrainedWeights::Unbounded, 0));
+  const DType format = precision_format(options.precision);
+  const TrainedWeights every_run = options.ranum_weights ? TrainedWeights::RanumDefault : TrainedWeights::Unbounded;
+  auto analysis = analyze_intervals(g, interval_options(g, options, every_run, 0));
   if (!analysis) return analysis.error();
   const std::vector<IntervalTensor>& values = analysis->values;
 
   ScanReport report;
+  report.precision = options.precision;
   report.assumptions = std::move(analysis->assumptions);
   report.unbounded_nodes = std::move(analysis->unbounded_nodes);
-  std::vector<HazardSite> sites = find_hazards(g);
+  std::vector<HazardSite> sites = find_hazards_in(g, options.precision);
   const std::vector<bool> by_trained = reached_from(g, analysis->trained);
   const std::vector<bool> by_stated = reached_from(g, analysis->stated);
   for (bool t : analysis->trained) report.trained_weights += t;
@@ -186,7 +192,7 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       const IntervalTensor& operand = values[static_cast<size_t>(v.site.operand_value)];
       v.operand = operand.hull();
       v.operand_may_be_nan = operand.may_be_nan;
-      const bool meets = may_fail_in(v.site, node, values, v.danger);
+      const bool meets = may_fail_in(v.site, node, values, v.danger, format);
       v.trained_operand = by_trained[static_cast<size_t>(v.site.operand_value)];
       const std::vector<int>& from = taint[static_cast<size_t>(v.site.operand_value)];
       if (!meets) {
@@ -214,12 +220,13 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
     if (v.verdict != Verdict::ProvedSafe && v.trained_operand) open.push_back(&v);
   }
   if (options.initial_weights && !open.empty()) {
-    auto initial = analyze_intervals(g, interval_options(options, TrainedWeights::Initial, 0));
+    auto initial = analyze_intervals(g, interval_options(g, options, TrainedWeights::Initial, 0));
     if (!initial) return initial.error();
     std::vector<HazardVerdict*> safe_initially;
     for (HazardVerdict* v : open) {
       std::string danger;
-      v->fails_initially = may_fail_in(v->site, g.nodes[static_cast<size_t>(v->site.node)], initial->values, danger);
+      v->fails_initially =
+          may_fail_in(v->site, g.nodes[static_cast<size_t>(v->site.node)], initial->values, danger, format);
       if (!v->fails_initially) safe_initially.push_back(v);
     }
     // A propagated-only verdict whose upstream hazards all hold at the initial weights while it does not is
@@ -239,6 +246,18 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
     const Manifest* m = options.manifest;
     if (options.step_bounds && m && !safe_initially.empty() && max_weight_move(m->train.optimizer, 1))
       GRIST_TRY(find_safe_steps(g, options, safe_initially));
+  }
+  // The same conditions in float32 (no rounding, float32's danger zones): what the format alone can break.
+  if (format != DType::Undefined) {
+    ScanOptions f32 = options;
+    f32.precision = Precision::Fp32;
+    auto plain = analyze_intervals(g, interval_options(g, f32, every_run, 0));
+    if (!plain) return plain.error();
+    for (HazardVerdict& v : report.verdicts) {
+      std::string danger;
+      v.safe_in_float32 =
+          !may_fail_in(v.site, g.nodes[static_cast<size_t>(v.site.node)], plain->values, danger, DType::Undefined);
+    }
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;

@@ -8,6 +8,7 @@
 
 #include "analysis/hazards.h"
 #include "analysis/intervals.h"
+#include "engine/precision.h"
 
 namespace grist {
 
@@ -36,6 +37,9 @@ struct HazardVerdict {
   bool operand_may_be_nan = false;
   std::string danger;               // the danger zone checked, e.g. "≤ 0"
   std::vector<int> upstream;        // propagated only: ids of the may-fail sites it inherits from
+  // Under a 16-bit precision: the float32 analysis (same ranges, no rounding to the format) proves the same
+  // condition safe, with float32's danger zone — "safe in float32, may fail in float16" when it may fail.
+  bool safe_in_float32 = false;
 };
 
 struct ScanOptions {
@@ -49,9 +53,13 @@ struct ScanOptions {
   bool ranum_weights = false;                    // trained weights in RANUM's default ranges, as a statement
   bool step_bounds = true;
   int64_t max_steps = int64_t{1} << 18;          // the step search stops there (262,144 steps)
+  // The run's numerics: under fp16/bf16/amp-* the intervals are rounded to the format where the run rounds,
+  // the danger zones are the format's own, and the half-precision hazards are checked too.
+  Precision precision = Precision::Fp32;
 };
 
 struct ScanReport {
+  Precision precision = Precision::Fp32;
   std::vector<HazardVerdict> verdicts;        // in execution order; `grist hunt` skips the every-run proofs
   int trained_weights = 0;                    // how many weights the model's training updates
   std::string training;                       // how they were bounded, for the report ("" when none train)

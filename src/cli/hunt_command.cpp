@@ -159,8 +159,8 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   o.manifest = *manifest;
   o.batch_size = manifest->batch_size > 0 ? manifest->batch_size : graph->fixed_batch_size().value_or(1);
   o.all = f.all;
-  // The interval scan proves hazards safe in float32 only: under a 16-bit precision every hazard is hunted.
-  o.use_scan = !f.no_scan && manifest->precision == Precision::Fp32;
+  // The interval scan rounds to the precision's format as the runs do (analysis/format_rounding.h).
+  o.use_scan = !f.no_scan;
   o.process_start = process_start;
   const HuntProgress::Mode mode = f.quiet ? HuntProgress::Mode::Off
                                   : isatty(fileno(stderr)) && !f.json ? HuntProgress::Mode::Terminal
@@ -310,7 +310,7 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--ftz", f->ftz, "flush denormals to zero, as TensorFlow's CPU kernels do");
   cmd->add_option("--precision", f->precision,
                   "simulate 16-bit numerics in a float32 model (as grist run --precision; default: the manifest's "
-                  "[numerics] precision, else fp32); the interval scan is skipped, as it knows float32 only")
+                  "[numerics] precision, else fp32); the interval scan rounds to its format too")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16", "amp-fp16", "amp-bf16"}));
   cmd->add_option("--out", f->out, "folder for witness files (never overwritten)")->capture_default_str();
   cmd->add_flag("--no-witness", f->no_witness, "do not save witness files");

@@ -33,6 +33,7 @@ struct ScanFlags {
   bool ranum_weights = false;
   int64_t batch = 0;
   std::vector<std::string> assume;  // NAME=LO,HI
+  std::string precision;            // empty: the manifest's [numerics] precision, else fp32
 };
 
 int run_scan(const ScanFlags& f) {
@@ -61,6 +62,11 @@ int run_scan(const ScanFlags& f) {
   if (manifest)
     if (auto st = use_checkpoint_weights(manifest->train.checkpoint, *graph); !st) return fail(st.message());
   ScanOptions o;
+  const Precision manifest_precision = manifest ? manifest->precision : Precision::Fp32;
+  const std::string precision = !f.precision.empty() ? f.precision : std::string(precision_name(manifest_precision));
+  auto parsed_precision = parse_precision(precision);
+  if (!parsed_precision) return fail(fmt::format("--precision: {}", parsed_precision.message()));
+  o.precision = *parsed_precision;
   o.manifest = manifest ? &*manifest : nullptr;
   o.batch = f.batch;
   o.ranum_weights = f.ranum_weights;
@@ -107,6 +113,9 @@ void add_scan_command(CLI::App& app, Action& action) {
   cmd->add_option("--assume", flags->assume,
                   "NAME=LO,HI: the range of graph input or weight NAME, replacing the manifest's and the defaults "
                   "(repeatable; a weight so named moves within it)");
+  cmd->add_option("--precision", flags->precision,
+                  "fp32|fp16|bf16|amp-fp16|amp-bf16: round the intervals to that format where the run rounds, with "
+                  "its own danger zones and half-precision hazards (default: the manifest's [numerics] precision)");
   cmd->add_flag("--ranum-weights", flags->ranum_weights,
                 "take every trained weight to stay within RANUM's default range (its initial span widened by "
                 "100 %), as RANUM does: a statement for comparison, not what training guarantees");

@@ -134,6 +134,8 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.is_set_.assign(nv, 0);
   ex.in_format_.assign(nv, 0);
   ex.version_.assign(nv, 1);
+  ex.finite_before_rounding_.assign(nv, 1);
+  ex.zero_origin_.assign(nv, kNoValue);
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
   ex.grad_finite_.assign(nv, 1);
@@ -216,10 +218,12 @@ void Executor::note_forward_nonfinite(size_t n) {
     if (out == kNoValue) continue;
     bool ok = all_finite(values_[static_cast<size_t>(out)]);
     finite_[static_cast<size_t>(out)] = ok;
-    if (!ok && inputs_finite && !forward_event_.found)
+    if (!ok && inputs_finite && !forward_event_.found) {
       forward_event_ = make_nonfinite_event(*graph_, static_cast<int32_t>(n), false, static_cast<int>(o),
                                             graph_->value(out).name, values_[static_cast<size_t>(out)],
                                             args_[n].in);
+      note_rounding(forward_event_, out);
+    }
   }
 }
 
@@ -234,7 +238,8 @@ Status Executor::forward() {
   auto refresh = [&](ValueId id) {
     auto i = static_cast<size_t>(id);
     if (!dirty_[i]) return;
-    if (!autocast) round_to_format(format, values_[i]);  // idempotent: a value left dirty is rounded again
+    // Idempotent: a value left dirty is rounded again.
+    if (!autocast) round_to_format_noting(id, values_[i], {}, format);
     in_format_[i] = format != DType::Undefined && !autocast;
     if (!options_.scan_nonfinite) return;  // stays dirty, so a scan turned on later still looks at it
     finite_[i] = all_finite(values_[i]);
@@ -276,7 +281,8 @@ Status Executor::forward() {
         const bool rounded = !autocast || autocast_output_in_format(n);
         for (ValueId out : node.outputs) {
           if (out == kNoValue) continue;
-          if (rounded) round_to_format(format, values_[static_cast<size_t>(out)]);
+          round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
+                                 rounded ? format : DType::Undefined);
           in_format_[static_cast<size_t>(out)] = rounded;
         }
       }
@@ -292,6 +298,57 @@ Status Executor::forward() {
     if (options_.scan_nonfinite) note_forward_nonfinite(n);
   }
   return Status::ok();
+}
+
+// Rounds value `id` to `format` (Undefined: leaves it) and, with the scan on, notes what the rounding did for
+// the first-producer report: whether the value was finite before, and where its zeros come from (this
+// rounding flushing non-zero values, else the first of `inputs` that holds such zeros, if it has zeros too).
+void Executor::round_to_format_noting(ValueId id, Tensor& t, std::span<const ValueId> inputs, DType format) {
+  const auto i = static_cast<size_t>(id);
+  if (!options_.scan_nonfinite || t.dtype() != DType::Float32) {
+    if (format != DType::Undefined) round_to_format(format, t);
+    return;
+  }
+  ValueId origin = kNoValue;
+  finite_before_rounding_[i] = 1;
+  if (format != DType::Undefined) {
+    finite_before_rounding_[i] = all_finite(t);
+    const int64_t zeros = count_zeros(t);
+    round_to_format(format, t);
+    if (count_zeros(t) > zeros) origin = id;
+  }
+  for (size_t k = 0; origin == kNoValue && k < inputs.size(); ++k) {
+    if (inputs[k] == kNoValue || zero_origin_[static_cast<size_t>(inputs[k])] == kNoValue) continue;
+    if (count_zeros(t) > 0) origin = zero_origin_[static_cast<size_t>(inputs[k])];
+    break;
+  }
+  zero_origin_[i] = origin;
+}
+
+// Under a 16-bit precision: whether the producer's rounding made its NaN/Inf, and an input zero the format made.
+void Executor::note_rounding(NonFiniteEvent& e, ValueId out) const {
+  const DType format = precision_format(options_.precision);
+  if (format == DType::Undefined) return;
+  if (in_format_[static_cast<size_t>(out)]) {
+    e.format = format;
+    e.finite_in_float32 = finite_before_rounding_[static_cast<size_t>(out)];
+  }
+  for (const OperandAt& at : e.inputs) {
+    if (!at.has_value || at.value != 0) continue;
+    const ValueId in = graph_->find_value(at.name);
+    if (in == kNoValue) continue;
+    const ValueId origin = zero_origin_[static_cast<size_t>(in)];
+    if (origin == kNoValue) continue;
+    e.format = format;
+    e.zero_input = graph_->value(in).name;
+    e.zero_by_value = graph_->value(origin).name;
+    const int32_t p = graph_->value(origin).producer;
+    if (p >= 0) {
+      e.zero_by_node = graph_->nodes[static_cast<size_t>(p)].name;
+      e.zero_by_op = graph_->nodes[static_cast<size_t>(p)].op_type;
+    }
+    break;
+  }
 }
 
 // amp-*: a LowerPrecision op (autocast.h) reads its float32 inputs cast to the format: rounded copies, in the

@@ -82,6 +82,8 @@ class Executor {
   // its results are in that format.
   void cast_autocast_inputs(size_t n, DType format);
   bool autocast_output_in_format(size_t n) const;
+  void round_to_format_noting(ValueId id, Tensor& t, std::span<const ValueId> inputs, DType format);
+  void note_rounding(NonFiniteEvent& e, ValueId out) const;
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -93,6 +95,8 @@ class Executor {
   std::vector<uint8_t> is_set_;      // per value: holds data (inputs, initializers, produced)
   std::vector<uint8_t> in_format_;   // per value: a float32 value holding the precision's 16-bit values
   std::vector<uint64_t> version_;    // per value: bumped whenever it is written (input, weight update, node output)
+  std::vector<uint8_t> finite_before_rounding_;  // per value: finite before its rounding to the format (scan on)
+  std::vector<ValueId> zero_origin_;  // per value: the value whose rounding flushed its zeros, or kNoValue
   std::vector<NodeState> states_;
   // Per-node argument arrays, built once so the hot loop only fills pointers.
   struct NodeArgs {

@@ -86,6 +86,25 @@ NonFiniteCounts count_nonfinite(const Tensor& t) {
   return {};
 }
 
+int64_t count_zeros(const Tensor& t) {
+  int64_t n = 0;
+  if (t.dtype() == DType::Float32) {
+    // On the bit patterns in sixteen lanes, as all_finite_typed: it runs on every rounded tensor of a pass.
+    const uint32_t* b = reinterpret_cast<const uint32_t*>(t.data<float>());
+    constexpr int kLanes = 16;
+    uint32_t lane[kLanes] = {};
+    int64_t i = 0;
+    // A lane counts one element in sixteen: it cannot wrap below 2^36 elements (256 GiB of float32).
+    for (; i + kLanes <= t.numel(); i += kLanes)
+      for (int k = 0; k < kLanes; ++k) lane[k] += (b[i + k] & 0x7fffffffu) == 0;
+    for (int k = 0; k < kLanes; ++k) n += lane[k];
+    for (; i < t.numel(); ++i) n += (b[i] & 0x7fffffffu) == 0;
+  } else if (is_float(t.dtype())) {
+    for (int64_t i = 0; i < t.numel(); ++i) n += t.get_as_double(i) == 0.0;
+  }
+  return n;
+}
+
 bool all_finite(const Tensor& t) {
   if (t.dtype() == DType::Float16) return all_finite_half(t.data<Half>(), t.numel(), 0x7c00u);
   if (t.dtype() == DType::BFloat16) return all_finite_half(t.data<BFloat16>(), t.numel(), 0x7f80u);
@@ -144,6 +163,20 @@ NonFiniteEvent make_nonfinite_event(const Graph& g, int32_t n, bool in_backward,
   return e;
 }
 
+std::string NonFiniteEvent::rounding_note() const {
+  if (format == DType::Undefined) return "";
+  const std::string_view f = format == DType::Float16 ? "float16" : "bfloat16";
+  std::string s;
+  if (finite_in_float32) s += fmt::format("; finite in float32: the rounding of its result to {} made it", f);
+  if (!zero_input.empty()) {
+    const std::string by = zero_by_node.empty() ? fmt::format("'{}'", zero_by_value)
+                                                : fmt::format("{} '{}'", zero_by_op, zero_by_node);
+    s += fmt::format("; input '{}' is 0 there because rounding {} to {} flushed it (non-zero in float32)",
+                     zero_input, by, f);
+  }
+  return s;
+}
+
 std::string NonFiniteEvent::describe() const {
   if (!found) return "all values finite";
   std::string s = fmt::format("{}{} '{}' {}produced {} at [{}] of '{}' {} ({} NaN, {} +Inf, {} -Inf)", op_type,
@@ -156,6 +189,7 @@ std::string NonFiniteEvent::describe() const {
       s += fmt::format("; input '{}' {} in [{}, {}]", in.name, in.shape.str(), in.min, in.max);
     }
   }
+  s += rounding_note();
   return s;
 }
 

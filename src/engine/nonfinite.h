@@ -21,6 +21,8 @@ struct NonFiniteCounts {
 
 // Counts NaN/+Inf/-Inf of a float tensor (integer and bool tensors are always finite).
 NonFiniteCounts count_nonfinite(const Tensor& t);
+// How many elements of a float tensor are exactly ±0 (the rounding to a 16-bit format may add some).
+int64_t count_zeros(const Tensor& t);
 // Cheap test used on the hot path; same answer as count_nonfinite(t).all_finite().
 bool all_finite(const Tensor& t);
 
@@ -49,9 +51,18 @@ struct NonFiniteEvent {
   std::vector<int64_t> first_index;  // multi-index of the first offending element
   double first_value = 0;            // NaN, +inf or -inf
   std::vector<OperandAt> inputs;     // the node's inputs at that index (forward values)
+  // Under a 16-bit precision (engine/precision.h), forward pass only:
+  DType format = DType::Undefined;   // the format the producer's result was rounded to (Undefined: none)
+  bool finite_in_float32 = false;    // that result was finite before the rounding: the format made the inf
+  // An input that is 0 at the index because a rounding to the format flushed non-zero values to 0 upstream:
+  // which input, and the node (or the weight / input, node_name empty) whose rounding did it.
+  std::string zero_input;            // the input's name; empty when no input is such a zero
+  std::string zero_by_node, zero_by_op, zero_by_value;
 
   // "Log produced -inf at [17, 3] of 'log_out' (1 NaN, 0 +Inf, 1 -Inf) from input x[17, 3] = 0"
   std::string describe() const;
+  // "; finite in float32: the rounding of its result to float16 made it" (empty without a format).
+  std::string rounding_note() const;
 };
 
 // Fills an event for node `n` whose tensor `bad` (output or input-gradient) is non-finite.

@@ -455,6 +455,8 @@ std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure
     }
     case Failure::LossZeroDenominator:
     case Failure::RangeZeroDelta:
+    case Failure::HalfOverflow:   // analysis/half_hazards gives their hints
+    case Failure::HalfUnderflow:
       break;
   }
   return out;

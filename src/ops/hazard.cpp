@@ -13,6 +13,11 @@ namespace {
 // and exp this close to its limit overflows as soon as a few such terms are summed.
 constexpr double kTiny = 1e-37;
 constexpr double kExpDanger = 87.5;  // ≈ ln(1e38); expf overflows above 88.72
+// float16: 65504 = (2 − 2^-10)·2^15, its smallest subnormal 2^-24, and ln 65504 (exp overflows past it).
+constexpr double kHalfMax = 65504;
+constexpr double kHalfTiny = 5.9604644775390625e-08;
+constexpr double kHalfExpDanger = 11.089866488461016;
+constexpr double kBFloat16Max = 3.3895313892515355e38;  // (2 − 2^-7)·2^127
 
 bool all_whole(const IntervalTensor& t) {
   if (!t.exact) return t.hull().lo == t.hull().hi && std::floor(t.hull().lo) == t.hull().lo;
@@ -23,12 +28,19 @@ bool all_whole(const IntervalTensor& t) {
   return true;
 }
 
-bool near_zero_or_below(const DangerContext& c) { return c.operand.hull().lo <= kTiny; }
+bool near_zero_or_below(const DangerContext& c) { return c.operand.hull().lo <= format_limits(c.format).tiny; }
 bool near_zero(const DangerContext& c) {
   const Interval h = c.operand.hull();
-  return h.lo <= kTiny && h.hi >= -kTiny;
+  const double tiny = format_limits(c.format).tiny;
+  return h.lo <= tiny && h.hi >= -tiny;
 }
-bool near_exp_limit(const DangerContext& c) { return c.operand.hull().hi >= kExpDanger; }
+bool near_exp_limit(const DangerContext& c) { return c.operand.hull().hi >= format_limits(c.format).exp_danger; }
+// The operand (here the op's result) may pass the format's largest finite value: rounding makes it ±inf.
+bool beyond_format_max(const DangerContext& c) {
+  const Interval h = c.operand.hull();
+  const double max = format_limits(c.format).max;
+  return c.operand.may_be_nan || !(std::fabs(h.lo) <= max && std::fabs(h.hi) <= max);
+}
 // A zero base with an exponent that may be negative (Pow's input 1; none given: any exponent).
 bool zero_to_negative(const DangerContext& c) {
   const IntervalTensor* e = c.input(1);
@@ -69,6 +81,10 @@ constexpr FailureKind kFailures[] = {
     {Failure::LossZeroDenominator, "loss-zero-denominator", "loss mean over zero total weight", "total weight = 0",
      result_may_be_nan},
     {Failure::RangeZeroDelta, "range-zero-delta", "Range with a zero step", "∋ 0", contains_zero},
+    {Failure::HalfOverflow, "half-overflow", "result beyond the 16-bit format's range",
+     "|result| > the format's max (65504 in float16)", beyond_format_max},
+    {Failure::HalfUnderflow, "half-underflow", "operand flushed to zero by the 16-bit format",
+     "[-tiny, tiny] (2^-24 in float16)", near_zero},
 };
 
 // ---- objectives: each reduces over ALL elements of v and seeds dO/dv at the extremum ------------------
@@ -152,6 +168,14 @@ struct NegSpread {
     return {-(hi - lo), at_hi};
   }
 };
+template <class T>
+struct NegMaxAbs {
+  static ObjectiveValue run(const Tensor& v, T* s) {
+    auto [best, at] = extremum<T>(v, [](double x) { return std::fabs(x); }, true);
+    if (at >= 0) s[at] = static_cast<T>(-sign_of(static_cast<double>(v.data<T>()[at])));
+    return {-best, at};
+  }
+};
 ObjectiveValue no_objective(const Tensor& v, Tensor& seed) {
   seed.resize_zero(v.dtype(), v.shape());
   return {};
@@ -164,6 +188,7 @@ constexpr ObjectiveKind kObjectives[] = {
     {Objective::Max, "max(v)", typed<Max>},
     {Objective::Min, "min(v)", typed<Min>},
     {Objective::NegSpread, "-(max(v) - min(v))", typed<NegSpread>},
+    {Objective::NegMaxAbs, "-max|v|", typed<NegMaxAbs>},
     {Objective::None, "none", no_objective},
 };
 
@@ -173,6 +198,27 @@ const FailureKind& failure_kind(Failure f) {
   for (const FailureKind& k : kFailures)
     if (k.failure == f) return k;
   return kFailures[0];  // unreachable: the table lists every Failure (tests/ops/hazard_test.cpp)
+}
+
+FormatLimits format_limits(DType format) {
+  if (format == DType::Float16) return {kHalfMax, kHalfTiny, kHalfExpDanger};
+  if (format == DType::BFloat16) return {kBFloat16Max, kTiny, kExpDanger};
+  return {FLT_MAX, kTiny, kExpDanger};
+}
+
+std::string danger_in_format(Failure f, DType format) {
+  const std::string_view generic = failure_kind(f).danger;
+  if (format != DType::Float16 && format != DType::BFloat16) return std::string(generic);
+  const bool half = format == DType::Float16;
+  switch (f) {
+    case Failure::LogOfNonPositive: return half ? "≤ 2^-24 (float16)" : "≤ 1e-37 (bfloat16)";
+    case Failure::DivisionByZero:
+    case Failure::HalfUnderflow: return half ? "[-2^-24, 2^-24] (float16)" : "[-1e-37, 1e-37] (bfloat16)";
+    case Failure::SqrtOfNegative: return half ? "≤ 2^-24 (float16)" : "≤ 1e-37 (bfloat16)";
+    case Failure::ExpOverflow: return half ? "≥ 11.09 = ln 65504 (float16)" : "≥ 87.5 (bfloat16)";
+    case Failure::HalfOverflow: return half ? "|result| > 65504 (float16)" : "|result| > 3.39e38 (bfloat16)";
+    default: return std::string(generic);
+  }
 }
 
 std::string_view failure_name(Failure f) { return failure_kind(f).name; }

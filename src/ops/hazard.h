@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "graph/graph.h"
@@ -25,6 +26,9 @@ enum class Failure {
   LogSoftmaxSpread,     // log_softmax with a gap beyond the float range: −inf
   LossZeroDenominator,  // NLL / cross-entropy mean over zero total weight: 0/0
   RangeZeroDelta,       // Range with delta 0: an endless sequence
+  // Under a 16-bit precision (engine/precision.h), besides the float32 kinds above:
+  HalfOverflow,         // the result, rounded to the format, passes its largest finite value: ±inf
+  HalfUnderflow,        // a divisor / log / sqrt operand, rounded to the format, flushes to 0
 };
 
 // The objective templates, each reduced over ALL elements of the operand v (batch and features).
@@ -35,6 +39,7 @@ enum class Objective {
   Max,             // max v              (softmax denominator Σexp(v) → 0: every v → −large)
   Min,             // min v              (sqrt of a negative: no abs)
   NegSpread,       // −(max v − min v)   (log_softmax's gap)
+  NegMaxAbs,       // −max |v|           (a result overflowing a 16-bit format: |v| → its max)
   None,            // not reachable by stepping data (labels, weights, constants only)
 };
 
@@ -57,6 +62,10 @@ struct DangerContext {
   std::span<const IntervalTensor* const> inputs;
   std::span<const IntervalTensor* const> outputs;
 
+  // The 16-bit format the values are rounded to (Float16, BFloat16), Undefined for float32: the danger zones
+  // are the format's own (fp16's exp overflows above ln 65504 ≈ 11.09, its values flush below 2^-24).
+  DType format = DType::Undefined;
+
   const IntervalTensor* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   const IntervalTensor* output(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
 };
@@ -70,6 +79,18 @@ struct FailureKind {
   bool (*meets_danger)(const DangerContext&);
 };
 const FailureKind& failure_kind(Failure f);
+
+// The danger thresholds of a format (Undefined: float32's, those of DEBAR): the largest finite value, the
+// magnitude below which an operand is "near zero" (float32 1e-37, float16 its smallest subnormal 2^-24), and
+// the exp argument beyond which a few summed terms overflow (float32 87.5, float16 ln 65504 ≈ 11.09).
+struct FormatLimits {
+  double max = 0;
+  double tiny = 0;
+  double exp_danger = 0;
+};
+FormatLimits format_limits(DType format);
+// The danger zone of a failure kind in a format, for reports: "≥ 11.09 = ln 65504 (float16)".
+std::string danger_in_format(Failure f, DType format);
 
 std::string_view failure_name(Failure f);
 std::string_view failure_id(Failure f);

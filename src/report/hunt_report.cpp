@@ -84,6 +84,8 @@ nlohmann::json to_json(const WeightMove& m) {
 std::string violated_condition(const HuntReport& r, const HazardOutcome& o) {
   const NonFiniteEvent& e = o.event;
   const HazardSite* s = site_by_id(r, o.fired_site);
+  if (s && !e.in_backward && s->failure == Failure::HalfOverflow)
+    return fmt::format("{} at [{}] = {}", s->condition, fmt::join(e.first_index, ", "), e.first_value);
   if (s && !e.in_backward) {
     const auto k = static_cast<size_t>(s->operand);
     if (k < e.inputs.size() && e.inputs[k].has_value)
@@ -123,6 +125,8 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
                      o.event.node_name, o.event.value_name, o.event.shape.str(), o.event.counts.nan,
                      o.event.counts.pos_inf, o.event.counts.neg_inf);
   out += fmt::format("  violated: {}\n", violated_condition(r, o));
+  if (const std::string note = o.event.rounding_note(); !note.empty())
+    out += fmt::format("  rounding: {}\n", note.substr(2));
   const HazardSite* fired = site_by_id(r, o.fired_site);
   if (o.fired_site != o.site.id)
     out += fired ? fmt::format("  note: hunting {} triggered hazard {} first\n", o.site.label(), fired->label())

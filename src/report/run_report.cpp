@@ -56,6 +56,8 @@ std::string event_text(const NonFiniteEvent& e, const char* pass) {
       out += fmt::format("  input '{}' {} spans [{}, {}]\n", in.name, in.shape.str(), in.min, in.max);
     }
   }
+  if (const std::string note = e.rounding_note(); !note.empty())
+    out += fmt::format("  rounding: {}\n", note.substr(2));
   return out;
 }
 
@@ -118,6 +120,13 @@ nlohmann::json to_json(const NonFiniteEvent& e) {
     ins.push_back(x);
   }
   j["inputs"] = ins;
+  if (e.format != DType::Undefined) {
+    j["format"] = e.format == DType::Float16 ? "float16" : "bfloat16";
+    j["finite_in_float32"] = e.finite_in_float32;
+    if (!e.zero_input.empty())
+      j["zero_from_rounding"] = {{"input", e.zero_input}, {"flushed_value", e.zero_by_value},
+                                 {"node", e.zero_by_node}, {"op_type", e.zero_by_op}};
+  }
   return j;
 }
 

@@ -44,12 +44,30 @@ std::string scope_text(const HazardVerdict& v) {
   return "";
 }
 
+std::string_view format_word(Precision p) {
+  return precision_format(p) == DType::Float16 ? "float16" : "bfloat16";
+}
+
+// Under a 16-bit precision, what the format changes: "safe in float32, may fail in float16" ("" otherwise).
+std::string format_verdict(const ScanReport& r, const HazardVerdict& v) {
+  if (r.precision == Precision::Fp32 || v.verdict == Verdict::ProvedSafe || !v.safe_in_float32) return "";
+  return fmt::format("safe in float32, {} in {}", verdict_name(v.verdict), format_word(r.precision));
+}
+
 }  // namespace
 
 std::string to_text(const ScanReport& r, const std::string& model) {
   std::string s = fmt::format("grist scan {}: {} hazards: {} may fail, {} proved safe, {} propagated only ({:.1f} ms)\n",
                               model, r.verdicts.size(), r.count(Verdict::MayFail), r.count(Verdict::ProvedSafe),
                               r.count(Verdict::PropagatedOnly), r.seconds * 1e3);
+  if (r.precision != Precision::Fp32) {
+    int format_only = 0;
+    for (const HazardVerdict& v : r.verdicts) format_only += !format_verdict(r, v).empty();
+    s += fmt::format("precision {}: intervals rounded to {} where the run rounds; {} hazard{} safe in float32 may "
+                     "fail in {}\n",
+                     precision_name(r.precision), format_word(r.precision), format_only, format_only == 1 ? "" : "s",
+                     format_word(r.precision));
+  }
   if (!r.training.empty()) {
     int after_training = 0;
     for (const HazardVerdict& v : r.verdicts)
@@ -65,6 +83,7 @@ std::string to_text(const ScanReport& r, const std::string& model) {
                      interval_text(v.operand, v.operand_may_be_nan));
     if (v.verdict == Verdict::MayFail) s += fmt::format(" meets {}", v.danger);
     if (const std::string scope = scope_text(v); !scope.empty()) s += " — " + scope;
+    if (const std::string fv = format_verdict(r, v); !fv.empty()) s += " — " + fv;
     if (v.verdict == Verdict::PropagatedOnly) {
       std::vector<std::string> ids;
       for (int id : v.upstream) ids.push_back(fmt::format("#{}", id));
@@ -86,6 +105,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
   nlohmann::json j;
   j["model"] = model;
   j["seconds"] = r.seconds;
+  j["precision"] = std::string(precision_name(r.precision));
   if (!r.training.empty()) j["training"] = {{"trained_weights", r.trained_weights}, {"bound", r.training}};
   j["summary"] = {{"hazards", r.verdicts.size()},
                   {"may_fail", r.count(Verdict::MayFail)},
@@ -117,6 +137,10 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
       h["safe_steps_at_least"] = v.steps_capped;
     }
     if (const std::string scope = scope_text(v); !scope.empty()) h["scope_text"] = scope;
+    if (r.precision != Precision::Fp32) {
+      h["safe_in_float32"] = v.safe_in_float32;
+      if (const std::string fv = format_verdict(r, v); !fv.empty()) h["format_verdict"] = fv;
+    }
     hz.push_back(std::move(h));
   }
   j["hazards"] = std::move(hz);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <optional>
 
+#include "analysis/half_hazards.h"
 #include "analysis/scan.h"
 #include "analysis/trained_weights.h"
 #include "analysis/training_bounds.h"
@@ -110,7 +111,14 @@ class TargetSearch {
   void add_checkpoint_weights(Witness& w) const;
   void record_trigger(HazardOutcome& out, TriggerPass pass, const NonFiniteEvent& e, const Batch& fed, bool dropout,
                       const std::optional<Rng>& rng_before);
-  int site_of(int32_t node) const {
+  // The hazard site a producer node stands for: the one hunted when it is that node's, else a half-precision
+  // site when the format's rounding made the inf or the zero (engine/nonfinite.h), else the node's first site.
+  int site_of(int32_t node, const NonFiniteEvent* e = nullptr) const {
+    if (target_.node == node) return target_.id;
+    const Failure half = e && e->finite_in_float32 ? Failure::HalfOverflow : Failure::HalfUnderflow;
+    if (e && (e->finite_in_float32 || !e->zero_input.empty()))
+      for (const auto& s : sites_)
+        if (s.node == node && s.failure == half) return s.id;
     for (const auto& s : sites_)
       if (s.node == node) return s.id;
     return 0;
@@ -676,7 +684,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   out.triggered = true;
   out.pass = pass;
   out.event = e;
-  out.fired_site = site_of(e.node);
+  out.fired_site = site_of(e.node, &e);
   out.training_steps = trained_steps();
   out.witness.inputs = fed;
   out.witness.pass = pass;
@@ -1125,6 +1133,7 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
   so.manifest = &o.manifest;
   so.batch = o.batch_size;
   so.step_bounds = false;  // the hunt runs as many steps as its budget allows: a step count covers none of it
+  so.precision = o.manifest.precision;  // the scan rounds as the hunt's runs do
   auto scanned = scan(g, so);
   report.scan_seconds = seconds_between(start, Clock::now());
   if (!scanned) return equal_shares();  // a model the analysis cannot bound is hunted whole
@@ -1206,7 +1215,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   const Graph& g = resumed ? *resumed : model;
   HuntReport report;
   const auto start = Clock::now();
-  report.hazards = find_hazards(g);
+  report.hazards = find_hazards_in(g, o.manifest.precision);
   GRIST_TRY(choose_objective(g, o.manifest, report.hazards));
   std::vector<const HazardSite*> targets;
   for (const auto& s : report.hazards)

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/half_hazards.h"
 #include "analysis/intervals.h"
 #include "config/manifest.h"
 #include "engine/executor.h"
@@ -203,4 +204,38 @@ TEST(ScanSoundness, TrainingStaysInsideTheStepBoundAndItsAnalysis) {
   }
   std::printf("trained %d models 3 steps each\n", models);
   EXPECT_GE(models, 1);
+}
+
+// Under a 16-bit precision the intervals are rounded as the run rounds (analysis/format_rounding.h): every
+// value of an fp16, bf16 or amp-fp16 run at points of the box lies inside them, infinities included.
+TEST(ScanSoundness, InHalfPrecisionEveryValueLiesInsideItsRoundedInterval) {
+  int runs = 0;
+  Rng rng(20261202);
+  for (Subject& s : subjects()) {
+    for (Precision p : {Precision::Fp16, Precision::Bf16, Precision::AmpFp16}) {
+      IntervalOptions io;
+      io.manifest = s.manifest ? &*s.manifest : nullptr;
+      io.trained = TrainedWeights::Initial;
+      io.given = s.given;
+      io.format = precision_format(p);
+      io.in_format = values_in_format(s.graph, p);
+      io.autocast = is_autocast(p);
+      auto a = analyze_intervals(s.graph, io);
+      ASSERT_TRUE(a.is_ok()) << s.name << ": " << a.message();
+      if (!small_enough(*a)) continue;
+      ExecutorOptions eo;
+      eo.dropout_training = false;
+      eo.flush_denormals = s.manifest && s.manifest->ftz;
+      eo.precision = p;
+      auto ex = Executor::create(s.graph, eo);
+      ASSERT_TRUE(ex.is_ok()) << s.name << ": " << ex.message();
+      Checked c;
+      for (int k = 0; k < 2; ++k)
+        if (run_at(*ex, draw_inputs(s.graph, *a, rng))) check_values(s.graph, *ex, *a, c);
+      EXPECT_EQ(c.outside, 0) << s.name << " " << precision_name(p) << ": " << c.outside << " of " << c.elements
+                              << " elements; first " << c.first;
+      runs += c.elements > 0;
+    }
+  }
+  EXPECT_GE(runs, 12);  // the four test models in three precisions at least
 }

@@ -62,6 +62,10 @@ printf 'model = "%s"\n[numerics]\nprecision = "fp12"\n' "$M/fp16_exp_overflow.on
 expect "a manifest's unknown precision is named" 2 "numerics.precision.*fp12" -- "$GRIST" run "$TMP/fp12.toml"
 expect "hunt --precision fp16: exp overflows past 11.09" 1 "TRIGGERED \(input-reached\) at iteration 1 after" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" --precision fp16 -q --max-iterations 10 --no-witness
 expect "... in float32 those iterations do not reach 88.7" 0 "not triggered: 10 iterations" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" -q --max-iterations 10 --no-witness
+expect "hunt --precision fp16 names the rounding that made the inf" 1 "rounding: finite in float32: the rounding of its result to float16 made it" -- "$GRIST" hunt "$M/fp16_exp_overflow.onnx" --precision fp16 -q --max-iterations 10 --no-witness
+expect "scan --precision fp16: a norm's sum of squares may overflow float16 only" 1 "safe in float32, may fail in float16" -- "$GRIST" scan "$M/fp16_norm_overflow.onnx" --precision fp16
+expect "... with float16's exp danger zone" 1 "≥ 11.09 = ln 65504 \(float16\)" -- "$GRIST" scan "$M/fp16_exp_overflow.onnx" --precision fp16
+expect "scan: an unknown precision is a usage error" 2 "precision" -- "$GRIST" scan "$M/mlp.onnx" --precision fp8
 
 # ONNX external data (weights beside the model), read from the model's folder and never from outside it.
 X=$TMP/external

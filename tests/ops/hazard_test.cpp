@@ -11,7 +11,7 @@ namespace {
 
 TEST(FailureKinds, EveryFailureHasOneEntryWithADangerTest) {
   std::set<std::string> ids;
-  for (int i = 0; i <= static_cast<int>(Failure::RangeZeroDelta); ++i) {
+  for (int i = 0; i <= static_cast<int>(Failure::HalfUnderflow); ++i) {
     const Failure f = static_cast<Failure>(i);
     const FailureKind& k = failure_kind(f);
     EXPECT_EQ(k.failure, f) << "Failure " << i << " is missing from the table";
