@@ -86,18 +86,18 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
                                  manifest->model, id));
   auto graph = import_onnx_file(manifest->model);
   if (!graph) return skip_runs(graph.message());
-  // The scan's proofs, to check every trigger a program run reaches against them.
+  // The scan's proofs, in the precision the runs use (its intervals rounded to the format), to check every
+  // trigger a program run reaches against them.
+  const Precision precision = o.precision ? *o.precision : manifest->precision;
   ScanOptions so;
   so.manifest = &*manifest;
   so.batch = manifest->batch_size;
+  so.precision = precision;
   auto scanned = scan(*graph, so);
   bool clipped = true;
-  // The scan's proofs hold in float32 only: under a 16-bit precision every hazard is hunted, and none contradicts.
-  const Precision precision = o.precision ? *o.precision : manifest->precision;
-  const bool float32 = precision == Precision::Fp32;
   for (const auto& [name, spec] : manifest->inputs) clipped &= spec.role != InputRole::Data || spec.range != ClipRange::None;
   auto contradicts = [&](const HazardOutcome& out) {
-    if (!scanned || !clipped || !float32 || out.finding_class == FindingClass::WeightsPerturbed) return false;
+    if (!scanned || !clipped || out.finding_class == FindingClass::WeightsPerturbed) return false;
     for (const HazardVerdict& v : scanned->verdicts)
       if (v.site.id == out.fired_site && v.verdict == Verdict::ProvedSafe)
         return v.scope == Scope::EveryRun || (v.scope == Scope::Steps && v.safe_steps >= out.training_steps);
@@ -117,7 +117,6 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (o.no_training) h.manifest.search.training_share = 0;
     if (o.stall_rule) h.manifest.search.stall_rule = true;
     h.manifest.precision = precision;
-    h.use_scan = float32;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     auto report = hunt(*graph, h);
     ++runs_done;

@@ -334,10 +334,11 @@ Status TargetSearch::resume() {
     phases_[i].optimizer.set_state(c.phase_optimizers[i]);
   if (scaler_ && c.scaler) scaler_->set_state(*c.scaler);
   if (c.data) data_.emplace(*c.data);
-  if (c.fresh_batch) {
-    GRIST_TRY(data_->next_batch(batch_));
+  auto own = c.searched_batches.find(target_.id);
+  if (own != c.searched_batches.end()) {
+    batch_ = own->second;
   } else {
-    batch_ = c.batch;
+    GRIST_TRY(data_->next_batch(batch_));
   }
   if (c.rng) ex_->rng() = *c.rng;
   return Status::ok();
@@ -352,11 +353,12 @@ void TargetSearch::carry() {
     if (!all_finite(ex_->value(id))) return;
   CarriedState c;
   c.valid = true;
+  c.searched_batches = std::move(carried_->searched_batches);
   for (ValueId id : params_) c.weights[g_.value(id).name].copy_from(ex_->value(id));
   if (opt_) c.optimizer = opt_->state();
   for (const TrainingPhase& phase : phases_) c.phase_optimizers.push_back(phase.optimizer.state());
   if (scaler_) c.scaler = scaler_->state();
-  c.batch = batch_;
+  c.searched_batches[target_.id] = batch_;
   c.data = *data_;
   c.rng = ex_->rng();
   *carried_ = std::move(c);

@@ -66,7 +66,6 @@ Status hunt_interleaved(const std::vector<PlannedHazard>& plan, const HuntOption
       seconds_used[i] += out.seconds;
       budget_used[i] += turn.budget_s;
       if (out.triggered) {
-        carried.fresh_batch = true;  // the batch that failed would fail again at once
         const size_t j = plan_index(out.fired_site).value_or(i);
         if (final[j]) {
           // The failure of a hazard already found, again: no finding, and the weights that reach it so readily

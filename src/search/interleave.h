@@ -32,10 +32,11 @@ struct CarriedState {
   std::optional<OptimizerState> optimizer;
   std::vector<OptimizerState> phase_optimizers;  // [[train.phases]]: each phase's optimizer, in order
   std::optional<GradScalerState> scaler;         // amp-* training's loss scale
-  Batch batch;                              // the persistent batch
+  // Where each hazard's own search left the inputs, by hazard site id: a hazard's later turn goes on from its
+  // own batch, and its first from the program's next batch, never from inputs another objective moved.
+  std::map<int, Batch> searched_batches;
   std::optional<Dataset> data;              // the data order
   std::optional<Rng> rng;                   // the engine's generator (dropout masks)
-  bool fresh_batch = false;                 // the batch failed in the last turn: draw the next one instead
 };
 
 // One turn: hunt `hazard` (an index into the plan) for budget_s seconds (and max_iterations iterations when
