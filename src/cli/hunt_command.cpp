@@ -269,7 +269,9 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_option("--manifest,-m", f->manifest, "the model's manifest (inputs, data, training; docs/MANIFEST.md)");
   cmd->add_option("--conf", f->conf, "a GRIST experiments.conf ([parameter] time_limit, change, switch_data, ...)");
   cmd->add_option("--target", f->target, "hunt only this hazard (node name or hazard number)");
-  cmd->add_flag("--all", f->all, "go on after the first trigger and hunt every hazard");
+  cmd->add_flag("--all", f->all,
+                "hunt every hazard: they take turns on one run, each turn going on from the program's training state "
+                "(two rounds: the inputs first, then crafted training and the weights)");
   cmd->add_option("--time-limit", f->time_limit,
                   "the budget shared by the hazards: 90s, 1.5m, 2h, or a bare number of minutes as in "
                   "experiments.conf (default 30m)");

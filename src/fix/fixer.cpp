@@ -359,6 +359,7 @@ class FixRun {
     if (o_.hunt_iterations > 0) ho.manifest.search.max_iterations = o_.hunt_iterations;
     ho.batch_size = o_.batch;
     ho.all = true;
+    ho.independent = true;
     auto hunted = hunt(r_.fixed, ho);
     if (!hunted) return make_error("the hunt on the repaired model: {}", hunted.message());
     r_.hunt = std::move(hunted).value();

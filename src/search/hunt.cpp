@@ -135,6 +135,7 @@ class TargetSearch {
   CarriedState* carried_;         // hunt --all: where this turn starts from and what it leaves (null: fresh)
   bool carried_out_ = false;
   bool beyond_inputs_ = false;
+  bool stages_begun_ = false;  // crafted training or the weights began: the inputs alone never get a stage again
 
   std::optional<Executor> ex_;
   std::optional<Dataset> data_;
@@ -333,6 +334,7 @@ Status TargetSearch::resume() {
   for (size_t i = 0; i < phases_.size() && i < c.phase_optimizers.size(); ++i)
     phases_[i].optimizer.set_state(c.phase_optimizers[i]);
   if (scaler_ && c.scaler) scaler_->set_state(*c.scaler);
+  phase_iterations_ = c.phase_iterations;
   if (c.data) data_.emplace(*c.data);
   auto own = c.searched_batches.find(target_.id);
   if (own != c.searched_batches.end()) {
@@ -358,6 +360,7 @@ void TargetSearch::carry() {
   if (opt_) c.optimizer = opt_->state();
   for (const TrainingPhase& phase : phases_) c.phase_optimizers.push_back(phase.optimizer.state());
   if (scaler_) c.scaler = scaler_->state();
+  c.phase_iterations = phase_iterations_;
   c.searched_batches[target_.id] = batch_;
   c.data = *data_;
   c.rng = ex_->rng();
@@ -396,8 +399,11 @@ Status TargetSearch::input_step(int64_t it) {
     for (double u : step_stats_.updated)
       if (u > 0) inputs_moved_at_ = it;
   }
-  for (ValueId id : variable_ids_)  // search.variables: stepped like the data, never clipped
-    if (const Tensor* grad = ex_->grad(id)) sign_step(ex_->mutable_value(id), *grad, eps, std::nullopt, step_stats_);
+  // search.variables: stepped like the data, never clipped; held while crafting training batches, whose
+  // witness replays its steps at one value of them.
+  if (phase_ != Phase::Training)
+    for (ValueId id : variable_ids_)
+      if (const Tensor* grad = ex_->grad(id)) sign_step(ex_->mutable_value(id), *grad, eps, std::nullopt, step_stats_);
   return Status::ok();
 }
 
@@ -450,7 +456,7 @@ bool TargetSearch::newton_step_weights() {
 // longer than weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the
 // iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
-  if (phase_ != Phase::Inputs) return false;
+  if (phase_ != Phase::Inputs || stages_begun_) return false;
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
@@ -473,6 +479,7 @@ bool TargetSearch::can_craft_training() const {
 
 void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   carry();
+  stages_begun_ = true;
   phase_ = Phase::Training;
   begin_stage(it, elapsed);
   out.strategy = "grist+training";
@@ -502,6 +509,7 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   carry();
+  stages_begun_ = true;
   phase_ = Phase::Weights;
   weights_searched_ = true;
   begin_stage(it, elapsed);
@@ -768,10 +776,11 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
   // Keep the weights the pass used: the optimizer may be the producer.
   weights_before_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
+  std::optional<GradScalerState> used;  // the scale this pass's backward was seeded with
   if (scaler_) {
     auto stepped = scaler_->step(*opt_, *ex_);
     if (!stepped) return stepped.status();
-    const GradScalerState used = scaler_->state();  // the scale this pass's backward was seeded with
+    used = scaler_->state();
     scaler_->update();
     out.scaler_skipped_steps = scaler_->skipped_steps();
     out.loss_scale = scaler_->scale();
@@ -807,6 +816,7 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       for (size_t i = 0; i < params_.size(); ++i)
         out.witness.weights[g_.value(params_[i]).name] = weights_before_[i];
       add_checkpoint_weights(out.witness);
+      if (used) out.witness.scaler = used;  // the replay seeds the step's backward as this pass was
     }
     fired = true;
     return Status::ok();
@@ -1203,6 +1213,9 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   // for them is the hunt's too (its rows are shared by copies, not loaded twice).
   std::optional<Dataset> loaded;
   if (o.manifest.train.pretrain_steps > 0) {
+    GRIST_CHECK(!is_autocast(o.manifest.precision),
+                "{}: train.pretrain_steps under {}: pre-training does not scale the loss as GradScaler does yet",
+                o.manifest.path, precision_name(o.manifest.precision));
     auto d = Dataset::create(o.manifest, resumed ? *resumed : model, o.batch_size, o.manifest.search.seed);
     if (!d) return d.error();
     loaded.emplace(std::move(d).value());
@@ -1237,7 +1250,7 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   if (o.on_planned) o.on_planned(report);
   if (o.on_outcome)
     for (const HazardOutcome& skipped : report.outcomes) o.on_outcome(report, skipped);
-  if (o.all && plan.size() > 1) {
+  if (o.all && !o.independent && plan.size() > 1) {
     // Every hazard on one run: turns that carry the program's own training forward (search/interleave.h).
     auto run_turn = [&](const Turn& turn, CarriedState& carried) -> Result<HazardOutcome> {
       HuntOptions turn_options = o;

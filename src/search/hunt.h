@@ -55,7 +55,10 @@ struct HazardOutcome;
 struct HuntOptions {
   Manifest manifest;       // inputs, training, search settings
   int64_t batch_size = 1;
-  bool all = false;        // go on after the first trigger
+  bool all = false;        // every hazard: turns on one run, carrying its training state (search/interleave.h)
+  // With `all`: each hazard's search starts from the initial model rather than taking turns on one run (grist
+  // fix's check of a repair, whose hazards are independent questions).
+  bool independent = false;
   bool use_scan = true;    // skip hazards the interval scan proves safe; hunt may-fail ones first
   std::function<void(const Progress&)> on_progress;  // called about every 0.1 s
   // Called once the hazards are found and planned, before the first search (report.hazards is set).

@@ -32,6 +32,7 @@ struct CarriedState {
   std::optional<OptimizerState> optimizer;
   std::vector<OptimizerState> phase_optimizers;  // [[train.phases]]: each phase's optimizer, in order
   std::optional<GradScalerState> scaler;         // amp-* training's loss scale
+  int64_t phase_iterations = 0;                  // [[train.phases]]: iterations that ran every phase
   // Where each hazard's own search left the inputs, by hazard site id: a hazard's later turn goes on from its
   // own batch, and its first from the program's next batch, never from inputs another objective moved.
   std::map<int, Batch> searched_batches;

@@ -20,11 +20,18 @@ class Pool {
 
   void resize(int workers) {
     stop_workers();
-    for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w] { work(w); });
+    // A new worker starts at the current generation: the jobs before it are over (their f is gone).
+    uint64_t now = 0;
+    {
+      std::lock_guard lock(mutex_);
+      now = generation_;
+    }
+    for (int w = 0; w < workers; ++w) threads_.emplace_back([this, w, now] { work(w, now); });
   }
   int workers() const { return static_cast<int>(threads_.size()); }
 
   void run(int64_t n, int64_t chunks, ChunkFn f) {
+    std::lock_guard one_job(run_mutex_);  // one job at a time: callers on two threads take turns
     std::unique_lock lock(mutex_);
     job_ = Job{n, chunks, &f};
     pending_ = chunks - 1;
@@ -56,8 +63,7 @@ class Pool {
     in_chunk = false;
   }
 
-  void work(int w) {
-    uint64_t seen = 0;
+  void work(int w, uint64_t seen) {
     std::unique_lock lock(mutex_);
     for (;;) {
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
@@ -83,6 +89,7 @@ class Pool {
     stopping_ = false;
   }
 
+  std::mutex run_mutex_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;

@@ -78,6 +78,19 @@ TEST(ThreadPool, AChunksExceptionReachesTheCallerAfterEveryChunkEnds) {
   EXPECT_EQ(sum, 4);
 }
 
+// Workers started when the pool grows after a job must wait for the next job, not run the finished one (whose
+// function is gone): a crash or a hang before the fix.
+TEST(ThreadPool, GrowingThePoolAfterAJobRunsEveryIndexOnce) {
+  for (int threads : {2, 4, 8}) {
+    ThreadsFor t(threads);
+    std::vector<std::atomic<int>> hits(64);
+    parallel_for(64, 1, [&](int64_t, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    });
+    for (size_t i = 0; i < hits.size(); ++i) EXPECT_EQ(hits[i], 1) << threads << " threads, index " << i;
+  }
+}
+
 TEST(ThreadPool, ThreadCountIsClamped) {
   set_kernel_threads(0);
   EXPECT_EQ(kernel_threads(), 1);
