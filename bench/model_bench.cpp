@@ -27,6 +27,7 @@
 #include "onnx/import.h"
 #include "ops/registry.h"
 #include "util/thread_pool.h"
+#include "timing.h"
 
 using namespace grist;
 
@@ -36,19 +37,8 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// This thread's CPU time: on cores shared with other work, the time it was descheduled does not count.
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using bench::median;
+using bench::thread_cpu_ms;
 
 struct Options {
   int iters = 20, warmup = 3;

@@ -22,6 +22,7 @@
 #include "data/random_input.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
+#include "timing.h"
 
 using namespace grist;
 
@@ -29,18 +30,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double thread_cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using bench::median;
+using bench::thread_cpu_ms;
 
 struct Options {
   int iters = 10, warmup = 2;
