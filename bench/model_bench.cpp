@@ -21,12 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/npy.h"
-#include "data/random_input.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
 #include "ops/registry.h"
 #include "util/thread_pool.h"
+#include "bench_inputs.h"
 #include "timing.h"
 
 using namespace grist;
@@ -89,17 +88,7 @@ Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
   auto created = Executor::create(g, eo);
   if (!created) return created.error();
   Executor& ex = *created;
-  Rng data_rng(0);
-  bool given_used = input.empty();
-  for (ValueId id : g.inputs) {
-    const Value& v = g.value(id);
-    const bool from_file = !given_used && is_float(v.dtype);
-    auto t = from_file ? read_npy(input) : random_input(v, RandomInputSpec{}, data_rng);
-    if (!t) return t.error();
-    given_used = given_used || from_file;
-    GRIST_TRY(ex.set_input(id, *t));
-  }
-  GRIST_CHECK(given_used, "{}: has no float input for {}", path, input);
+  GRIST_TRY(bench::feed_inputs(g, ex, path, input));
   std::vector<double> samples, cpu;
   for (int i = 0; i < o.warmup + o.iters; ++i) {
     const auto t0 = Clock::now();

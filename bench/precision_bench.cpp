@@ -18,10 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/npy.h"
-#include "data/random_input.h"
 #include "engine/executor.h"
 #include "onnx/import.h"
+#include "bench_inputs.h"
 #include "timing.h"
 
 using namespace grist;
@@ -53,16 +52,7 @@ Status time_model(const std::string& arg, const Options& o) {
     auto created = Executor::create(g, eo);
     if (!created) return created.error();
     Executor& ex = *created;
-    Rng data_rng(0);
-    bool given_used = input.empty();
-    for (ValueId id : g.inputs) {
-      const Value& v = g.value(id);
-      const bool from_file = !given_used && is_float(v.dtype);
-      auto t = from_file ? read_npy(input) : random_input(v, RandomInputSpec{}, data_rng);
-      if (!t) return t.error();
-      given_used = given_used || from_file;
-      GRIST_TRY(ex.set_input(id, *t));
-    }
+    GRIST_TRY(bench::feed_inputs(g, ex, path, input));
     std::vector<double> wall, cpu;
     for (int i = 0; i < o.warmup + o.iters; ++i) {
       const auto t0 = Clock::now();
