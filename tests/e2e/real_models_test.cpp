@@ -269,7 +269,8 @@ TEST_P(RealModels, FreeingDeadActivationsKeepsTheOutput) {
   const Tensor& a = full->value(y);
   const Tensor& b = freed->value(y);
   ASSERT_EQ(a.shape(), b.shape());
-  for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.get_as_double(i), b.get_as_double(i)) << p.case_name() << " at " << i;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_EQ(a.get_as_double(i), b.get_as_double(i)) << p.case_name() << " at " << i;
   int64_t held = 0, intermediates = 0;
   for (ValueId id = 0; id < static_cast<ValueId>(graph_->values.size()); ++id) {
     if (graph_->value(id).kind != ValueKind::Intermediate) continue;
