@@ -165,6 +165,8 @@ int run(const RunOptions& flags) {
   eo.seed = o.seed;
   if (o.dropout == "off") eo.dropout_training = false;
   if (o.dropout == "on") eo.dropout_training = true;
+  // One forward, and only the graph outputs read after it: each activation is freed after its last use.
+  eo.release_dead_values = !o.dump && o.backward_from.empty();
   // The executor keeps its own copy of every weight. Handed over one at a time, each dropped from the graph once
   // copied (nothing in a run reads the graph's copies again), a large model's weights are held once, not twice.
   std::vector<std::pair<ValueId, std::shared_ptr<const Tensor>>> weights;

@@ -1,6 +1,7 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "util/eigen.h"
@@ -148,6 +149,11 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     }
   }
   ex.states_.resize(graph.nodes.size());
+  ex.last_use_.assign(nv, -1);
+  for (size_t n = 0; n < graph.nodes.size(); ++n)
+    for (ValueId in : graph.nodes[n].inputs)
+      if (in != kNoValue) ex.last_use_[static_cast<size_t>(in)] = static_cast<int64_t>(n);
+  for (ValueId out : graph.outputs) ex.last_use_[static_cast<size_t>(out)] = std::numeric_limits<int64_t>::max();
   ex.args_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
@@ -227,6 +233,19 @@ void Executor::note_forward_nonfinite(size_t n) {
   }
 }
 
+// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads.
+void Executor::release_dead_values(size_t n) {
+  const Node& node = graph_->nodes[n];
+  states_[n] = NodeState{};
+  auto release = [&](ValueId id) {
+    const auto i = static_cast<size_t>(id);
+    if (id == kNoValue || graph_->value(id).kind != ValueKind::Intermediate) return;
+    if (last_use_[i] <= static_cast<int64_t>(n)) values_[i] = Tensor{};
+  };
+  for (ValueId in : node.inputs) release(in);
+  for (ValueId out : node.outputs) release(out);
+}
+
 Status Executor::forward() {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
@@ -296,6 +315,7 @@ Status Executor::forward() {
         ++version_[static_cast<size_t>(out)];
       }
     if (options_.scan_nonfinite) note_forward_nonfinite(n);
+    if (options_.release_dead_values) release_dead_values(n);
   }
   return Status::ok();
 }
@@ -467,6 +487,8 @@ Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tens
                           std::span<const ValueId> wrt) {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
+  GRIST_CHECK(!options_.release_dead_values, "backward: the forward pass freed the values it needs "
+              "(ExecutorOptions::release_dead_values)");
   GRIST_CHECK(outputs.size() == seeds.size(), "backward: {} outputs but {} seeds", outputs.size(), seeds.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     ValueId out = outputs[k];

@@ -28,6 +28,11 @@ struct ExecutorOptions {
   // Simulated 16-bit numerics for float32 models (engine/precision.h): fp16/bf16 round every float32 input,
   // weight, node output and gradient to the format; amp-* round those autocast computes in it.
   Precision precision = Precision::Fp32;
+  // Frees each intermediate value, and each node's scratch, once its last consumer has run: a one-shot
+  // forward-only run (grist run without --dump or --backward) then holds the weights and the live activations,
+  // not every activation. value() of a freed id is an undefined tensor; graph outputs are kept; backward()
+  // refuses to run. A later forward() recomputes everything (and allocates again).
+  bool release_dead_values = false;
 };
 
 class Executor {
@@ -72,6 +77,7 @@ class Executor {
   Executor() = default;
   Status run_node_backward(size_t n);
   void note_forward_nonfinite(size_t n);
+  void release_dead_values(size_t n);
   struct BackwardPlan {
     std::vector<ValueId> outputs, wrt;
     std::vector<uint8_t> needs_grad;  // per value
@@ -98,6 +104,7 @@ class Executor {
   std::vector<uint8_t> finite_before_rounding_;  // per value: finite before its rounding to the format (scan on)
   std::vector<ValueId> zero_origin_;  // per value: the value whose rounding flushed its zeros, or kNoValue
   std::vector<NodeState> states_;
+  std::vector<int64_t> last_use_;    // per value: the last node reading it (-1: none); graph outputs: never freed
   // Per-node argument arrays, built once so the hot loop only fills pointers.
   struct NodeArgs {
     std::vector<const Tensor*> in;
