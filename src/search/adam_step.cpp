@@ -32,8 +32,8 @@ void AdamStep::step(Tensor& x, const Tensor& grad, double eps, std::optional<std
           ++t_[k];
         }
         if (t_[k] == 0) continue;  // no gradient yet: nothing to step by
-        const double t = static_cast<double>(t_[k]);
-        const double m_hat = m_[k] / (1 - std::pow(kBeta1, t)), v_hat = v_[k] / (1 - std::pow(kBeta2, t));
+        const double m_hat = m_[k] / correction(correction1_, kBeta1, t_[k]);
+        const double v_hat = v_[k] / correction(correction2_, kBeta2, t_[k]);
         T next = static_cast<T>(static_cast<double>(xv[j]) - eps * m_hat / (std::sqrt(v_hat) + kEpsilon));
         if (clip) {
           const T c = std::min(std::max(next, static_cast<T>(clip->first)), static_cast<T>(clip->second));
@@ -49,6 +49,14 @@ void AdamStep::step(Tensor& x, const Tensor& grad, double eps, std::optional<std
       }
     }
   });
+}
+
+double AdamStep::correction(std::vector<double>& table, double beta, int64_t t) {
+  constexpr int64_t kExact = 1 << 16;  // β2^65536 < 1e-28: beyond it the correction is 1 in a double
+  if (t >= kExact) return 1.0;
+  while (static_cast<int64_t>(table.size()) <= t)
+    table.push_back(1 - std::pow(beta, static_cast<double>(table.size())));
+  return table[static_cast<size_t>(t)];
 }
 
 void AdamStep::reset_rows(const std::vector<int64_t>& rows, int64_t batch_rows) {

@@ -28,6 +28,8 @@ class AdamStep {
  private:
   std::vector<double> m_, v_;
   std::vector<int64_t> t_;  // per element: the steps its moments have seen (bias correction restarts with a row)
+  std::vector<double> correction1_, correction2_;  // 1 − β^t by t, so an iteration takes no pow per element
+  double correction(std::vector<double>& table, double beta, int64_t t);
 };
 
 }  // namespace grist
