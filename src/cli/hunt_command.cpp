@@ -35,7 +35,7 @@ struct HuntFlags {
   bool all = false;
   std::string time_limit;       // a bare number is minutes, as in GRIST's experiments.conf
   int64_t max_iterations = -1;
-  std::string variant, switch_score;
+  std::string variant, switch_score, step;
   bool faithful = false;
   double change = -1;
   int64_t seed = -1;
@@ -131,6 +131,11 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     auto s = parse_switch_score(f.switch_score);
     if (!s) return make_error("--switch-score: {}", s.message());
     c.switch_score = *s;
+  }
+  if (!f.step.empty()) {
+    auto s = parse_step_rule(f.step);
+    if (!s) return make_error("--step: {}", s.message());
+    c.step = *s;
   }
   if (!f.target.empty()) m.target = f.target;
   if (f.ftz) m.ftz = true;
@@ -281,6 +286,11 @@ void add_hunt_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"grist", "grist-ns", "original", "random"}));
   cmd->add_option("--switch-score", f->switch_score, "score (intended, default) or fifo (as the study shipped)")
       ->check(CLI::IsMember({"score", "fifo"}));
+  cmd->add_option("--step", f->step,
+                  "how the inputs step against the objective's gradient: sign (the study's, default), adam "
+                  "(per-element moments, learning rate epsilon) or line (a backtracking line search along the "
+                  "sign); --faithful always takes the sign step")
+      ->check(CLI::IsMember({"sign", "adam", "line"}));
   cmd->add_flag("--faithful", f->faithful,
                 "the study's loop exactly: only the loss is checked, FIFO switching, training pass not scanned");
   f->change_opt = cmd->add_option("--change", f->change, "epsilon of the sign step (default 0.15)");

@@ -33,6 +33,13 @@ Result<SwitchScore> parse_switch_score(const std::string& s) {
   return make_error("unknown switch score '{}' (expected score or fifo)", s);
 }
 
+Result<StepRule> parse_step_rule(const std::string& s) {
+  if (s == "sign") return StepRule::Sign;
+  if (s == "adam") return StepRule::Adam;
+  if (s == "line") return StepRule::Line;
+  return make_error("unknown step '{}' (expected sign, adam or line)", s);
+}
+
 namespace {
 Result<double> parse_number(const std::string& s) {
   try {

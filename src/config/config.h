@@ -21,6 +21,13 @@ enum class SwitchScore {
   Fifo,   // replace the k oldest: what the study's tool actually did
 };
 
+// How the search steps the data inputs against ∂O/∂x (grist's own; the study had the sign step only).
+enum class StepRule {
+  Sign,  // x − ε·sign(g): the study's step
+  Adam,  // Adam's per-element moments, learning rate ε (search/adam_step.h)
+  Line,  // backtracking line search along −sign(g) on the objective (search/line_step.h)
+};
+
 struct SearchConfig {
   // experiments.conf, section [parameter]
   double time_limit = 30;       // minutes
@@ -40,6 +47,8 @@ struct SearchConfig {
   // The study's loop exactly: only the loss (or, without one, the outputs) is checked after the monitored
   // pass, the training pass is not scanned, and switching is FIFO as its tool shipped.
   bool faithful = false;
+  // The data inputs' step (hunt --step, [search] step); opt-in. The faithful loop always takes the sign step.
+  StepRule step = StepRule::Sign;
   // ε of a sign step on the weights against the same objective, beside the input step (RANUM's "weights as
   // search variables"); 0: never. The witness then carries the weights it reached. Inputs search alone for
   // the first `weights_after` of a hazard's budget (of max_iterations when set), but no longer than
@@ -75,6 +84,7 @@ Status apply_experiments_conf(const IniFile& ini, const std::string& source, Sea
 
 Result<Variant> parse_variant(const std::string& s);      // grist | grist-ns | original | random
 Result<SwitchScore> parse_switch_score(const std::string& s);  // score | fifo
+Result<StepRule> parse_step_rule(const std::string& s);         // sign | adam | line
 Result<bool> parse_bool(const std::string& s);             // True/False/true/false/1/0/yes/no
 
 }  // namespace grist

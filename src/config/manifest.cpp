@@ -459,7 +459,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
-        key == "objective" || key == "objective_value")
+        key == "objective" || key == "objective_value" || key == "step")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -485,6 +485,13 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     auto s = parse_switch_score(*score);
     if (!s) return r.error(p + "switch_score", s.message());
     m.search.switch_score = *s;
+  }
+  auto step = r.string(t, p, "step", "");
+  if (!step) return step.error();
+  if (!step->empty()) {
+    auto s = parse_step_rule(*step);
+    if (!s) return r.error(p + "step", s.message());
+    m.search.step = *s;
   }
   for (auto [key, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
            {"switch_every", &m.search.switch_every}, {"max_iterations", &m.search.max_iterations}}) {

@@ -19,6 +19,8 @@
 #include "search/interleave.h"
 #include "search/pretraining.h"
 #include "search/search_choices.h"
+#include "search/adam_step.h"
+#include "search/line_step.h"
 #include "search/sign_step.h"
 #include "search/switching.h"
 #include "search/training_phases.h"
@@ -151,6 +153,13 @@ class TargetSearch {
   std::map<std::string, std::pair<double, double>> clip_;  // data input -> [lo, hi]
   std::vector<std::optional<std::pair<double, double>>> data_clips_;  // the same, by position in data_inputs_
   RowStepStats step_stats_;         // reused by every sign step
+  // The data inputs' step rule (search.step); the faithful loop takes the study's sign step whatever is asked.
+  StepRule step_rule() const { return cfg_.faithful ? StepRule::Sign : cfg_.step; }
+  std::vector<AdamStep> adam_;      // step = adam: the moments of each data input (by position in data_inputs_)
+  LineStep line_;                   // step = line
+  std::vector<RowStepStats> line_stats_;
+  Tensor line_seed_;                // the line search's objective evaluations write their seed here
+  Status line_input_step(double eps);
   std::vector<std::string> data_inputs_, switched_inputs_;
   std::vector<ValueId> data_ids_;   // the data inputs (by position in data_inputs_), then search.variables: the
                                     // objective's gradient is wanted for these only
@@ -391,10 +400,28 @@ Status TargetSearch::feed(const Batch& b) {
 // x ← clip(x − ε·sign(∂O/∂x), lo, hi) on every data input.
 Status TargetSearch::input_step(int64_t it) {
   const double eps = cfg_.epsilon_at(it);
-  for (size_t i = 0; i < data_inputs_.size(); ++i) {
+  // The line search evaluates trial batches with forward passes of their own: only while the inputs alone are
+  // searched (the weight steps and crafting read the executor's gradients and activations of this iteration).
+  const bool line =
+      step_rule() == StepRule::Line && phase_ == Phase::Inputs && !weights_searched_ && variable_ids_.empty();
+  if (line) {
+    GRIST_TRY(line_input_step(eps));
+    for (const RowStepStats& st : line_stats_) {
+      if (st.updated.empty()) continue;
+      history_.add(st.updated, st.clipped);
+      for (double u : st.updated)
+        if (u > 0) inputs_moved_at_ = it;
+    }
+  }
+  for (size_t i = 0; i < data_inputs_.size() && !line; ++i) {
     const Tensor* grad = ex_->grad(data_ids_[i]);
     if (!grad) continue;  // the objective does not depend on this input
-    sign_step(batch_.at(data_inputs_[i]), *grad, eps, data_clips_[i], step_stats_);
+    if (step_rule() == StepRule::Adam) {
+      adam_.resize(data_inputs_.size());
+      adam_[i].step(batch_.at(data_inputs_[i]), *grad, eps, data_clips_[i], step_stats_);
+    } else {
+      sign_step(batch_.at(data_inputs_[i]), *grad, eps, data_clips_[i], step_stats_);
+    }
     history_.add(step_stats_.updated, step_stats_.clipped);
     for (double u : step_stats_.updated)
       if (u > 0) inputs_moved_at_ = it;
@@ -405,6 +432,25 @@ Status TargetSearch::input_step(int64_t it) {
     for (ValueId id : variable_ids_)
       if (const Tensor* grad = ex_->grad(id)) sign_step(ex_->mutable_value(id), *grad, eps, std::nullopt, step_stats_);
   return Status::ok();
+}
+
+// Along −sign(∂O/∂x) by the longest step (of LineStep's) that lowers the objective, judged by forward passes on
+// the trial batches; the random generator is put back, so the trials draw no dropout masks the program would not.
+Status TargetSearch::line_input_step(double eps) {
+  std::vector<LineStep::Input> inputs;
+  for (size_t i = 0; i < data_inputs_.size(); ++i)
+    inputs.push_back({&batch_.at(data_inputs_[i]), ex_->grad(data_ids_[i]), data_clips_[i]});
+  const Rng rng = ex_->rng();
+  auto evaluate = [&]() -> Result<double> {
+    GRIST_TRY(feed(batch_));
+    GRIST_TRY(ex_->forward());
+    if (!cfg_.faithful && ex_->forward_event().found) return -std::numeric_limits<double>::infinity();
+    ObjectiveValue ov = evaluate_objective(target_.objective, ex_->value(target_.objective_value), line_seed_);
+    return ov.index >= 0 ? ov.value : std::numeric_limits<double>::infinity();
+  };
+  const Status st = line_.step(inputs, eps, objective_, evaluate, line_stats_);
+  ex_->rng() = rng;
+  return st;
 }
 
 // w ← w − ε_w·sign(∂O/∂w): the weights become search variables too (no clip: any value is a model).
@@ -879,6 +925,7 @@ Status TargetSearch::switch_rows(int64_t it) {
       std::memcpy(dst.raw() + static_cast<size_t>(rows[j]) * row_bytes, src.raw() + j * row_bytes, row_bytes);
   }
   for (int64_t r : rows) history_.entered_at(r, it);
+  for (AdamStep& a : adam_) a.reset_rows(rows, n);
   return Status::ok();
 }
 
@@ -906,7 +953,8 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   const bool reuse = m_.train.enabled && m_.train.phases.empty() && !m_.train.on_updated_batch &&
                      !m_.train.on_fresh_batch &&
                      m_.train.dropout == m_.monitor_dropout && (!m_.train.dropout || !random_ops_ ||
-                                                                !m_.train.fresh_masks);
+                                                                !m_.train.fresh_masks) &&
+                     step_rule() != StepRule::Line;  // the line search's trial passes overwrite the monitored one
   const bool scan_loss_gradient = !m_.train.enabled && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful;
 
   for (int64_t it = 1;; ++it) {

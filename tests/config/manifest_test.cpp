@@ -96,6 +96,7 @@ switch_data = false
 drop_rate = 0.1
 variant = "grist-ns"
 switch_score = "fifo"
+step = "line"
 switch_every = 7
 max_iterations = 1234
 seed = 99
@@ -203,6 +204,7 @@ counter_step = 2
   EXPECT_EQ(s.drop_rate, 0.1);
   EXPECT_EQ(s.variant, Variant::GristNs);
   EXPECT_EQ(s.switch_score, SwitchScore::Fifo);
+  EXPECT_EQ(s.step, StepRule::Line);
   EXPECT_EQ(s.switch_every, 7);
   EXPECT_EQ(s.max_iterations, 1234);
   EXPECT_EQ(s.seed, 99u);
@@ -369,6 +371,8 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
       {model + "[search]\nchange = [0.1]\n", "key 'search.change': must be a number, a boolean or a string"},
       {model + "[search]\nvariant = \"best\"\n", "key 'search.variant': unknown variant 'best'"},
       {model + "[search]\nswitch_score = \"lifo\"\n", "key 'search.switch_score': unknown switch score 'lifo'"},
+      {model + "[search]\nstep = \"newton\"\n",
+       "key 'search.step': unknown step 'newton' (expected sign, adam or line)"},
       {model + "[search]\nswitch_every = 0\n", "key 'search.switch_every': must be positive"},
       {model + "[search]\nmax_iterations = -5\n", "key 'search.max_iterations': must be a non-negative integer"},
       {model + "[search]\nmax_iterations = 1.5\n", "key 'search.max_iterations': must be a non-negative integer"},
