@@ -1244,8 +1244,10 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     }());
   // Load the data once, before anything else: a manifest that does not fit the model is an error even when
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
+  const auto data_start = Clock::now();
   auto data = loaded ? Result<Dataset>(*loaded) : Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
+  report.data_seconds = seconds_between(data_start, Clock::now());
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
   if (o.on_planned) o.on_planned(report);
   if (o.on_outcome)
