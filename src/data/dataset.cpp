@@ -230,6 +230,7 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
         }
       }
     }
+    d.redraws_ = d.redraws_ || s.spec.redraw;
     d.names_.push_back(v.name);
     d.specs_[v.name] = s.spec;
     d.sources_[v.name] = std::move(s);
@@ -334,6 +335,7 @@ Status Dataset::next_batch(Batch& out) {
 }
 
 Status Dataset::redraw(Batch& batch) {
+  if (!redraws_) return Status::ok();  // called every iteration of a hunt: most manifests redraw nothing
   std::vector<int64_t> rows, fixed_rows;
   bool need_rows = false, need_fixed_rows = false;
   for (const auto& name : names_) {

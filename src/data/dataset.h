@@ -69,6 +69,7 @@ class Dataset {
   int64_t batch_size_ = 1;
   Rng rng_;                 // the data order's shuffles and the random draws, interleaved
   Rng fixed_rng_;           // the shuffles of redrawn fixed rows (the data's sequence stays as without them)
+  bool redraws_ = false;    // some input is marked `redraw`
   std::vector<std::string> names_;
   std::map<std::string, InputSpec> specs_;
   std::map<std::string, Source> sources_;
