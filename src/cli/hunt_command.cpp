@@ -45,6 +45,7 @@ struct HuntFlags {
   std::string out = "grist-witnesses";
   bool no_witness = false;
   bool no_scan = false;
+  bool timings = false;
   double step_weights = -1;
   double weights_after = -1;
   bool stall_rule = false;
@@ -152,7 +153,9 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   if (auto st = check_flags(f); !st) return fail(st.message());
   auto manifest = resolve_manifest(f);
   if (!manifest) return fail(manifest.message());
+  const auto import_start = std::chrono::steady_clock::now();
   auto graph = import_onnx_file(manifest->model);
+  const double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - import_start).count();
   if (!graph) return fail(graph.message());
   if (auto st = check_ops_supported(*graph); !st) return fail(fmt::format("{}: {}", manifest->model, st.message()));
   default_inputs(*graph, *manifest);
@@ -226,6 +229,18 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   auto report = hunt(*graph, o);
   progress.clear();
   if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
+  if (f.timings) {
+    // Where a quick trigger's wall time goes: what the process did before the first iteration, then the searches.
+    double search_s = 0;
+    for (const HazardOutcome& out : report->outcomes) search_s += out.seconds;
+    const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
+    std::fprintf(stderr,
+                 "timings: import %.4f s, data %.4f s, interval scan %.4f s, other set-up %.4f s, searches %.4f s; "
+                 "%.4f s since the process started\n",
+                 import_s, report->data_seconds, report->scan_seconds,
+                 std::max(0.0, report->seconds - report->data_seconds - report->scan_seconds - search_s), search_s,
+                 total_s);
+  }
   if (f.json) {
     nlohmann::json line = summary_json(*report);
     line["event"] = "summary";
@@ -329,6 +344,9 @@ void add_hunt_command(CLI::App& app, Action& action) {
   cmd->add_flag("--no-scan", f->no_scan,
                 "hunt every hazard in execution order, without the interval scan that skips proved-safe ones");
   cmd->add_flag("--json", f->json, "print the report as JSON");
+  cmd->add_flag("--timings", f->timings,
+                "print to stderr where the wall time went: importing the model, loading the data, the interval "
+                "scan, the rest of the set-up, the searches");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress line");
   cmd->add_option("--dot", f->dot,
                   "write the subgraph from the inputs to each producer and on to the loss as Graphviz (a new file)");

@@ -9,6 +9,7 @@
 #include "data/idx.h"
 #include "data/npy.h"
 #include "data/npz.h"
+#include "data/streamed_rows.h"
 #include "onnx/tensor_proto.h"
 
 namespace grist {
@@ -48,6 +49,12 @@ Result<Tensor> load_stored(const InputSpec& in) {
                 "input '{}': one_hot needs a 1-D array of integer labels", in.name);
   return raw;
 }
+
+// IDX data files from this size on are read on a thread while the hunt starts, and kept uncompressed in the
+// cache folder (data/streamed_rows.h); labels (60 kB for Fashion-MNIST) are read at once.
+constexpr uint64_t kStreamedFrom = uint64_t{1} << 20;
+
+bool streams(const InputSpec& in) { return in.source == InputSource::FashionMnist && in.one_hot == 0; }
 
 // The manifest's `rows` subset of a source of `n` rows, as [first, first + count).
 Result<std::pair<int64_t, int64_t>> row_subset(const InputSpec& in, int64_t n) {
@@ -131,9 +138,19 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     s.batched = !dims.empty() && (!dims[0].known() || s.spec.role != InputRole::Fixed);
     std::vector<int64_t> sample;
     for (size_t i = s.batched ? 1 : 0; i < dims.size(); ++i) sample.push_back(dims[i].known() ? dims[i].size : -1);
-    auto stored = load_stored(s.spec);
-    if (!stored) return stored.error();
-    Tensor pool = std::move(stored).value();
+    std::shared_ptr<StreamedRows> streamed;
+    Tensor loaded;
+    if (streams(s.spec)) {
+      auto r = StreamedRows::open_idx(s.spec.file, kStreamedFrom, StreamedRows::default_cache_dir());
+      if (!r) return make_error("input '{}': {} (install Debian's dataset-fashion-mnist)", v.name, r.message());
+      streamed = std::move(r).value();
+    } else {
+      auto stored = load_stored(s.spec);
+      if (!stored) return stored.error();
+      loaded = std::move(stored).value();
+    }
+    const Tensor& pool = streamed ? streamed->tensor() : loaded;
+    GRIST_CHECK(!streamed || (pool.rank() >= 1 && pool.shape()[0] > 0), "input '{}': its source holds no rows", v.name);
     if (pool.defined()) {
       auto subset = row_subset(s.spec, pool.shape()[0]);
       if (!subset) return subset.error();
@@ -172,8 +189,14 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     if (!layout) return layout.error();
     std::tie(s.channels, s.inner) = *layout;
     if (pool.defined()) {
-      s.pool = std::make_shared<const Tensor>(std::move(pool));
+      if (streamed) {
+        s.pool = std::shared_ptr<const Tensor>(streamed, &streamed->tensor());
+        s.streamed = streamed;
+      } else {
+        s.pool = std::make_shared<const Tensor>(std::move(loaded));
+      }
       if (!s.batched) {
+        if (s.streamed) GRIST_TRY(s.streamed->wait_rows(s.streamed->rows()));
         GRIST_CHECK(s.rows * per_row == s.sample_shape.numel(), "input '{}': its values have {} elements, the model "
                     "wants shape {}", v.name, s.rows * per_row, s.sample_shape.str());
         GRIST_CHECK(!s.spec.redraw, "input '{}': redraw = true, but the model input has no batch dimension to draw "
@@ -207,6 +230,7 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
         }
       }
     }
+    d.redraws_ = d.redraws_ || s.spec.redraw;
     d.names_.push_back(v.name);
     d.specs_[v.name] = s.spec;
     d.sources_[v.name] = std::move(s);
@@ -262,6 +286,10 @@ Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& r
   if (s.batched) shape.push_back(batch_size_);
   for (int64_t x : s.sample_shape) shape.push_back(x);
   if (s.pool) {
+    if (s.streamed && !rows.empty()) {
+      const int64_t last = s.first_row + *std::max_element(rows.begin(), rows.end());
+      if (auto st = s.streamed->wait_rows(last + 1); !st) return make_error("input '{}': {}", s.spec.name, st.message());
+    }
     Tensor rows_f64;
     gather(s, rows, rows_f64);
     cast_tensor(rows_f64, s.dtype, out);
@@ -307,6 +335,7 @@ Status Dataset::next_batch(Batch& out) {
 }
 
 Status Dataset::redraw(Batch& batch) {
+  if (!redraws_) return Status::ok();  // called every iteration of a hunt: most manifests redraw nothing
   std::vector<int64_t> rows, fixed_rows;
   bool need_rows = false, need_fixed_rows = false;
   for (const auto& name : names_) {

@@ -17,6 +17,7 @@
 
 namespace grist {
 
+class StreamedRows;
 using Batch = std::map<std::string, Tensor>;
 
 class Dataset {
@@ -54,6 +55,7 @@ class Dataset {
     // The source's rows as stored (uint8 pixels stay uint8; integer labels stay 1-D under one-hot), converted
     // and preprocessed per batch; null for random draws. Copies of the data set share it.
     std::shared_ptr<const Tensor> pool;
+    std::shared_ptr<StreamedRows> streamed;  // when the pool is still arriving: its rows are waited for
     int64_t first_row = 0;  // the manifest's `rows` subset: pool rows [first_row, first_row + rows)
     int64_t rows = 0;
     int64_t stored_per_row = 0;  // stored values a row (1 for one-hot labels)
@@ -67,6 +69,7 @@ class Dataset {
   int64_t batch_size_ = 1;
   Rng rng_;                 // the data order's shuffles and the random draws, interleaved
   Rng fixed_rng_;           // the shuffles of redrawn fixed rows (the data's sequence stays as without them)
+  bool redraws_ = false;    // some input is marked `redraw`
   std::vector<std::string> names_;
   std::map<std::string, InputSpec> specs_;
   std::map<std::string, Source> sources_;

@@ -1,6 +1,7 @@
 #include "search/benchmark.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <numeric>
 #include <set>
@@ -84,7 +85,11 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
   if (!fs::exists(manifest->model))
     return skip_runs(fmt::format("{} is missing: export the zoo first (/usr/bin/python3 zoo/zoo_export.py --only {})",
                                  manifest->model, id));
+  // A user's run imports the model, loads the data, scans and hunts: every run's seconds count all of it (the
+  // model is imported once here, its time added to each run).
+  const auto import_start = std::chrono::steady_clock::now();
   auto graph = import_onnx_file(manifest->model);
+  const double import_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - import_start).count();
   if (!graph) return skip_runs(graph.message());
   // The scan's proofs, in the precision the runs use (its intervals rounded to the format), to check every
   // trigger a program run reaches against them.
@@ -118,7 +123,9 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (o.stall_rule) h.manifest.search.stall_rule = true;
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
+    const auto hunt_start = std::chrono::steady_clock::now();
     auto report = hunt(*graph, h);
+    const double hunt_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - hunt_start).count();
     ++runs_done;
     if (o.on_run) o.on_run(id, k + 1, runs_done, runs_total);
     if (!report) {
@@ -128,12 +135,14 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       runs_done += count - k - 1;
       break;
     }
-    double spent = report->scan_seconds;  // time to the trigger counts the scan and the hazards before it
+    // Time to the trigger: the import, the hunt's start-up (data, hazards, scan) and the hazards hunted before
+    // it; the searches after it (none unless every hazard is hunted) do not count.
+    double after = 0;
+    for (auto it = report->outcomes.rbegin(); it != report->outcomes.rend() && !it->triggered; ++it) after += it->seconds;
     for (const auto& out : report->outcomes) {
-      spent += out.seconds;
       if (!out.triggered) continue;
       rec.triggered = true;
-      rec.seconds = spent;
+      rec.seconds = import_s + std::max(0.0, hunt_s - after);
       rec.iterations = out.iterations;
       rec.study_count = manifest->expect.study_count(out.iterations);
       rec.finding_class = out.finding_class;

@@ -166,6 +166,7 @@ class TargetSearch {
   std::vector<ValueId> search_ids_; // what the objective's gradient steps: data inputs, and weights if asked
   std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
   std::vector<ValueId> variable_ids_;     // search.variables: searched beside the data from the first iteration
+  std::vector<ValueId> feed_ids_;         // the batch's inputs, in its order (feed)
   Batch fresh_;                           // train.batch = "fresh": the batch the training step takes
   std::vector<TrainingPhase> phases_;     // [[train.phases]]: the losses trained in turn (opt_ is swapped)
   int64_t phase_iterations_ = 0;          // iterations that ran every phase
@@ -392,8 +393,17 @@ Batch TargetSearch::executor_inputs() const {
   return b;
 }
 
+// Every batch holds the persistent batch's inputs (in its map's order): their ids are looked up once.
 Status TargetSearch::feed(const Batch& b) {
-  for (const auto& [name, t] : b) GRIST_TRY(ex_->set_input(name, t));
+  if (feed_ids_.size() != b.size()) {
+    feed_ids_.clear();
+    for (const auto& [name, t] : b) feed_ids_.push_back(g_.find_value(name));
+  }
+  size_t k = 0;
+  for (const auto& [name, t] : b) {
+    const ValueId id = feed_ids_[k++];
+    GRIST_TRY(id != kNoValue ? ex_->set_input(id, t) : ex_->set_input(name, t));
+  }
   return Status::ok();
 }
 
@@ -950,10 +960,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   const bool switching = cfg_.variant == Variant::Grist && cfg_.switch_data;
   // The training step can reuse the monitored pass when it trains on that very batch in the same mode.
   // With dropout on in both passes a fresh forward draws fresh masks, as the frameworks do (train.masks).
+  // A graph that draws nothing (no dropout, no random op) computes the same pass in either dropout mode; search
+  // variables, stepped after the monitored pass, would not be the training pass's.
+  const bool same_mode = m_.train.dropout == m_.monitor_dropout || (!random_ops_ && variable_ids_.empty());
   const bool reuse = m_.train.enabled && m_.train.phases.empty() && !m_.train.on_updated_batch &&
-                     !m_.train.on_fresh_batch &&
-                     m_.train.dropout == m_.monitor_dropout && (!m_.train.dropout || !random_ops_ ||
-                                                                !m_.train.fresh_masks) &&
+                     !m_.train.on_fresh_batch && same_mode &&
+                     (!m_.train.dropout || !random_ops_ || !m_.train.fresh_masks) &&
                      step_rule() != StepRule::Line;  // the line search's trial passes overwrite the monitored one
   const bool scan_loss_gradient = !m_.train.enabled && loss_ != kNoValue && !data_ids_.empty() && !cfg_.faithful;
 
@@ -1292,8 +1304,10 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     }());
   // Load the data once, before anything else: a manifest that does not fit the model is an error even when
   // no hazard is left to hunt, and every hazard's search starts from the same fresh copy.
+  const auto data_start = Clock::now();
   auto data = loaded ? Result<Dataset>(*loaded) : Dataset::create(o.manifest, g, o.batch_size, o.manifest.search.seed);
   if (!data) return data.error();
+  report.data_seconds = seconds_between(data_start, Clock::now());
   const std::vector<PlannedHazard> plan = plan_hazards(g, o, *data, targets, report);
   if (o.on_planned) o.on_planned(report);
   if (o.on_outcome)

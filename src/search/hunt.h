@@ -146,6 +146,7 @@ struct HuntReport {
   bool interrupted = false;  // stop_requested ended it
   double seconds = 0;       // in all, the scan included
   double scan_seconds = 0;  // of which the interval scan that ordered the hazards
+  double data_seconds = 0;  // and loading the data (a streamed file's rows go on arriving in the background)
 };
 
 Result<HuntReport> hunt(const Graph& g, const HuntOptions& options);

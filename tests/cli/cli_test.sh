@@ -92,6 +92,7 @@ expect "--assume with LO > HI" 2 "the range \[2, 1\] is empty" -- "$GRIST" scan 
 expect "a model without hazards: nothing to hunt" 0 "nothing to hunt" -- "$GRIST" hunt "$M/mlp.onnx" -q
 expect "hunt of a model with unsupported ops is an error" 2 "unsupported_ops.onnx: unsupported ops: Det \(det_1\); NonMaxSuppression \(nms_a, nms_b\)" -- "$GRIST" hunt "$M/unsupported_ops.onnx" -q
 expect "hunt the bug-26 toy" 1 "TRIGGERED \(input-reached\) at iteration 235" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
+expect "hunt --timings: the start-up's breakdown on stderr" 1 "^timings: import [0-9.]+ s, data [0-9.]+ s, interval scan [0-9.]+ s, other set-up [0-9.]+ s, searches [0-9.]+ s; [0-9.]+ s since the process started" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --no-witness --timings
 expect "hunt again: a new witness, the first kept" 1 "witness-logreg_toy-h1-2.npz" -- "$GRIST" hunt "$M/logreg_toy.toml" -q --out "$TMP/w"
 expect "replay reproduces the producer" 1 "^reproduced: Log" -- "$GRIST" replay "$TMP/w/witness-logreg_toy-h1.json"
 expect "replay of a missing witness" 2 "cannot open" -- "$GRIST" replay "$TMP/w/none.json"
