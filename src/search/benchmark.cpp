@@ -131,6 +131,8 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     double spent = report->scan_seconds;  // time to the trigger counts the scan and the hazards before it
     for (const auto& out : report->outcomes) {
       spent += out.seconds;
+      rec.loss_scaling |= out.loss_scale > 0 || out.scale_collapsed;
+      rec.scaler_skipped_steps += out.scaler_skipped_steps;  // each hazard's search has a scaler of its own
       if (!out.triggered) continue;
       rec.triggered = true;
       rec.seconds = spent;
@@ -177,6 +179,8 @@ SubjectResult summarize(const SubjectRuns& s) {
       r.error = rec->error;
       break;
     }
+    r.loss_scaling |= rec->loss_scaling;
+    r.scaler_skipped_steps.push_back(rec->scaler_skipped_steps);
     if (!rec->triggered) continue;
     ++r.triggered;
     r.seconds.push_back(rec->seconds);
