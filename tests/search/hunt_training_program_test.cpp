@@ -184,7 +184,8 @@ TEST(TrainingProgram, AnAmpProgramResumesWithItsLossScalersState) {
   ScratchDir dir;
   const Graph g = linear_toy(false);
   std::string toy = kLinearToy;
-  const std::string labels = "values = [[1.0], [0.0], [1.0], [0.0], [1.0], [0.0], [0.5], [0.25], [0.75], [1.0], [0.0], [0.5]]";
+  const std::string labels =
+      "values = [[1.0], [0.0], [1.0], [0.0], [1.0], [0.0], [0.5], [0.25], [0.75], [1.0], [0.0], [0.5]]";
   ASSERT_NE(toy.find(labels), std::string::npos);
   toy.replace(toy.find(labels), labels.size(),
               "values = [[1000.0], [0.0], [1000.0], [0.0], [1000.0], [0.0], [500.0], [250.0], [750.0], [1000.0], "
