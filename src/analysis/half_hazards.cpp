@@ -99,10 +99,20 @@ std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p) {
       sites.push_back(std::move(s));
     };
     const bool overflows = std::find(kOverflowOps.begin(), kOverflowOps.end(), node.op_type) != kOverflowOps.end();
-    if (overflows && !node.outputs.empty() && node.outputs[0] != kNoValue &&
-        in_format[static_cast<size_t>(node.outputs[0])])
+    const bool result_in_format = !node.outputs.empty() && node.outputs[0] != kNoValue &&
+                                  in_format[static_cast<size_t>(node.outputs[0])];
+    // An Exp the catalogue already has (ExpOverflow, maximise its input) is one hazard, not two: its site
+    // says the format's own threshold (exp passes 65504 above ln 65504 = 11.09, not float32's 88.72).
+    auto exp_site = std::find_if(sites.begin(), sites.end(), [&](const HazardSite& s) {
+      return s.node == n && s.failure == Failure::ExpOverflow;
+    });
+    if (result_in_format && exp_site != sites.end()) {
+      exp_site->condition = format == DType::Float16 ? "Exp input > 11.09 = ln 65504 (float16's max)"
+                                                     : "Exp input > 88.72 (bfloat16's max)";
+    } else if (overflows && result_in_format) {
       site(Failure::HalfOverflow, Objective::NegMaxAbs, 0, node.outputs[0],
            fmt::format("{} result beyond {}'s max", node.op_type, fmt_name), keep_float32);
+    }
     for (const UnderflowOperand& u : kUnderflowOperands) {
       if (u.op != node.op_type || !node.has_input(static_cast<size_t>(u.input))) continue;
       const ValueId v = node.inputs[static_cast<size_t>(u.input)];

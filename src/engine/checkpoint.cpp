@@ -1,5 +1,6 @@
 #include "engine/checkpoint.h"
 
+#include <cmath>
 #include <set>
 
 #include "data/npz.h"
@@ -12,7 +13,23 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
   Checkpoint c;
   c.path = path;
   bool has_steps = false;
+  std::optional<float> scale;
+  std::optional<int64_t> growth_tracker;
   for (auto& [key, t] : *arrays) {
+    if (key == "scaler.scale") {
+      GRIST_CHECK(t.dtype() == DType::Float32 && t.numel() == 1 && std::isfinite(t.data<float>()[0]) &&
+                      t.data<float>()[0] > 0.0f,
+                  "{}: scaler.scale must be one positive finite float32 (the loss scale)", path);
+      scale = t.data<float>()[0];
+      continue;
+    }
+    if (key == "scaler.growth_tracker") {
+      GRIST_CHECK(is_integer(t.dtype()) && t.numel() == 1 && t.get_as_int(0) >= 0,
+                  "{}: scaler.growth_tracker must be one non-negative integer (good steps since the scale changed)",
+                  path);
+      growth_tracker = t.get_as_int(0);
+      continue;
+    }
     if (key == "optimizer.steps") {
       GRIST_CHECK(is_integer(t.dtype()) && t.numel() == 1 && t.get_as_int(0) >= 0,
                   "{}: optimizer.steps must be one non-negative integer (the updates taken)", path);
@@ -29,9 +46,14 @@ Result<Checkpoint> read_checkpoint(const std::string& path) {
       c.slots[kind.substr(10)][name] = std::move(t);
     } else {
       return make_error("{}: unexpected array '{}' (a checkpoint holds weight:NAME, optimizer.first:NAME, "
-                        "optimizer.second:NAME, optimizer.mean:NAME and optimizer.steps)", path, key);
+                        "optimizer.second:NAME, optimizer.mean:NAME, optimizer.steps, scaler.scale and "
+                        "scaler.growth_tracker)", path, key);
     }
   }
+  // Half a scaler would restart the other half at its default: another program.
+  GRIST_CHECK(scale.has_value() == growth_tracker.has_value(), "{}: it holds scaler.{} but not scaler.{} (a loss "
+              "scaler's state is both)", path, scale ? "scale" : "growth_tracker", scale ? "growth_tracker" : "scale");
+  if (scale) c.scaler = GradScalerState{*scale, *growth_tracker, 0};
   GRIST_CHECK(has_steps || c.slots.empty(), "{}: it holds optimizer state but no optimizer.steps (the updates "
               "taken, which Adam's bias correction needs)", path);
   return c;

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "config/optimizer_config.h"
+#include "engine/grad_scaler.h"
 #include "engine/optimizers.h"
 #include "graph/graph.h"
 #include "util/status.h"
@@ -16,12 +19,16 @@ namespace grist {
 
 // Arrays by name: weight:NAME (a float initializer of the model), optimizer.first:NAME (momentum / Adam m),
 // optimizer.second:NAME (Adam v / accumulator / mean square), optimizer.mean:NAME (centered RMSProp), and
-// optimizer.steps (an integer scalar: the updates taken). The format of grist's witness archives.
+// optimizer.steps (an integer scalar: the updates taken). The format of grist's witness archives. An amp-*
+// program's loss scaler adds scaler.scale (a float32 scalar) and scaler.growth_tracker (an integer scalar: the
+// good steps since the scale last changed), GradScaler.state_dict()'s "scale" and "_growth_tracker".
 struct Checkpoint {
   std::string path;
   std::map<std::string, Tensor> weights;
   std::map<std::string, std::map<std::string, Tensor>> slots;  // "first", "second", "mean" → NAME → state
   int64_t steps = 0;
+  // The loss scaler's state (its skipped_steps 0: a resumed run counts its own), when the file has one.
+  std::optional<GradScalerState> scaler;
 };
 
 // Reads one; every array must be one of the kinds above.

@@ -14,6 +14,7 @@
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
 #include "ops/registry.h"
+#include "tensor/half.h"
 #include "tensor/half_tensor.h"
 
 namespace grist {
@@ -47,6 +48,19 @@ Error too_large(const Node& node, const TensorTooLarge& e) {
   };
   return Error{fmt::format("node '{}' ({}): a {} tensor {} needs {}, more than this machine's memory ({})", node.name,
                            node.op_type, dtype_name(e.dtype), e.shape.str(), human(e.bytes), human(e.limit))};
+}
+
+// `t` (float32) rounded in place to `format` in one pass that also counts what the rounding saw.
+void round_tallied(DType format, Tensor& t, RoundingTally& tally) {
+  if (format == DType::Float16) round_to_half(t.span<float>(), t.data<float>(), &tally);
+  else if (format == DType::BFloat16) round_to_bfloat16(t.span<float>(), t.data<float>(), &tally);
+}
+
+// `dst` ← float32 `src` rounded to `format`: an amp cast in one pass, not a copy and then a rounding.
+void round_into(DType format, const Tensor& src, Tensor& dst) {
+  dst.resize(DType::Float32, src.shape());
+  if (format == DType::Float16) round_to_half(src.span<float>(), dst.data<float>());
+  else round_to_bfloat16(src.span<float>(), dst.data<float>());
 }
 
 // Half inputs are computed on as PyTorch's CPU kernels do: widened to float32, the float32 kernel run, each
@@ -136,6 +150,7 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
   ex.in_format_.assign(nv, 0);
   ex.version_.assign(nv, 1);
   ex.finite_before_rounding_.assign(nv, 1);
+  ex.finite_after_rounding_.assign(nv, -1);
   ex.zero_origin_.assign(nv, kNoValue);
   ex.grads_.resize(nv);
   ex.has_grad_.assign(nv, 0);
@@ -214,6 +229,15 @@ const Tensor* Executor::grad(ValueId id) const {
   return has_grad_[static_cast<size_t>(id)] ? &grads_[static_cast<size_t>(id)] : nullptr;
 }
 
+bool Executor::grad_finite(ValueId id) const {
+  const auto i = static_cast<size_t>(id);
+  if (!has_grad_[i]) return true;
+  // A sole reader's kernel wrote the gradient itself, and the scan looked at all of it; a sum over several
+  // consumers' edges can overflow although each edge was finite, so it is looked at again.
+  if (backward_scanned_ && graph_->value(id).consumers.size() == 1) return grad_finite_[i];
+  return all_finite(grads_[i]);
+}
+
 void Executor::note_forward_nonfinite(size_t n) {
   const Node& node = graph_->nodes[n];
   bool inputs_finite = true;
@@ -222,7 +246,7 @@ void Executor::note_forward_nonfinite(size_t n) {
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     ValueId out = node.outputs[o];
     if (out == kNoValue) continue;
-    bool ok = all_finite(values_[static_cast<size_t>(out)]);
+    bool ok = finite_known(out);
     finite_[static_cast<size_t>(out)] = ok;
     if (!ok && inputs_finite && !forward_event_.found) {
       forward_event_ = make_nonfinite_event(*graph_, static_cast<int32_t>(n), false, static_cast<int>(o),
@@ -261,7 +285,7 @@ Status Executor::forward() {
     if (!autocast) round_to_format_noting(id, values_[i], {}, format);
     in_format_[i] = format != DType::Undefined && !autocast;
     if (!options_.scan_nonfinite) return;  // stays dirty, so a scan turned on later still looks at it
-    finite_[i] = all_finite(values_[i]);
+    finite_[i] = finite_known(id);
     dirty_[i] = 0;
   };
   for (ValueId id : g.inputs) refresh(id);
@@ -331,18 +355,31 @@ void Executor::round_to_format_noting(ValueId id, Tensor& t, std::span<const Val
   }
   ValueId origin = kNoValue;
   finite_before_rounding_[i] = 1;
+  int64_t zeros = -1;  // counted when needed
   if (format != DType::Undefined) {
-    finite_before_rounding_[i] = all_finite(t);
-    const int64_t zeros = count_zeros(t);
-    round_to_format(format, t);
-    if (count_zeros(t) > zeros) origin = id;
+    // One pass rounds and counts (it was four: finiteness, zeros, the rounding, zeros again).
+    RoundingTally tally;
+    round_tallied(format, t, tally);
+    finite_before_rounding_[i] = tally.nonfinite_before == 0;
+    finite_after_rounding_[i] = tally.nonfinite_after == 0;
+    zeros = tally.zeros_after;
+    if (tally.flushed > 0) origin = id;
   }
   for (size_t k = 0; origin == kNoValue && k < inputs.size(); ++k) {
     if (inputs[k] == kNoValue || zero_origin_[static_cast<size_t>(inputs[k])] == kNoValue) continue;
-    if (count_zeros(t) > 0) origin = zero_origin_[static_cast<size_t>(inputs[k])];
+    if (zeros < 0) zeros = count_zeros(t);
+    if (zeros > 0) origin = zero_origin_[static_cast<size_t>(inputs[k])];
     break;
   }
   zero_origin_[i] = origin;
+}
+
+// Whether value `id` is finite: what its rounding in this pass counted, else a pass over it.
+bool Executor::finite_known(ValueId id) {
+  int8_t& known = finite_after_rounding_[static_cast<size_t>(id)];
+  const bool finite = known >= 0 ? known == 1 : all_finite(values_[static_cast<size_t>(id)]);
+  known = -1;  // used once: the value changes before its next rounding
+  return finite;
 }
 
 // Under a 16-bit precision: whether the producer's rounding made its NaN/Inf, and an input zero the format made.
@@ -384,8 +421,7 @@ void Executor::cast_autocast_inputs(size_t n, DType format) {
     if (node.inputs[i] == kNoValue || values_[in].dtype() != DType::Float32 || in_format_[in]) continue;
     Tensor& cast = scratch.wide_in(i);
     if (a.cast_version[i] != version_[in] || a.cast_format[i] != format) {
-      cast.copy_from(values_[in]);
-      round_to_format(format, cast);
+      round_into(format, values_[in], cast);
       a.cast_version[i] = version_[in];
       a.cast_format[i] = format;
     }
@@ -501,6 +537,7 @@ Status Executor::backward(std::span<const ValueId> outputs, std::span<const Tens
   }
   const BackwardPlan& plan = plan_for(outputs, wrt);
   needs_grad_ = &plan.needs_grad;
+  backward_scanned_ = options_.scan_nonfinite;
 
   std::fill(has_grad_.begin(), has_grad_.end(), 0);
   std::fill(grad_finite_.begin(), grad_finite_.end(), 1);
@@ -619,11 +656,19 @@ Status Executor::run_node_backward(size_t n) {
     // A gradient is in the format where its value is, or where autocast cast the value into the format.
     const bool grad_in_format = format != DType::Undefined &&
                                 (!autocast || in_format_[vid] || a.in[i] == &scratch.wide_in(i));
-    if (grad_in_format) round_to_format(format, *gi);
+    // With the scan on, the rounding counts what it leaves non-finite in the same pass.
+    int8_t rounded_finite = -1;
+    if (grad_in_format && options_.scan_nonfinite && gi->dtype() == DType::Float32) {
+      RoundingTally tally;
+      round_tallied(format, *gi, tally);
+      rounded_finite = tally.nonfinite_after == 0;
+    } else if (grad_in_format) {
+      round_to_format(format, *gi);
+    }
     GRIST_CHECK(gi->dtype() == x.dtype() && gi->shape() == x.shape(),
                 "internal: the gradient of node '{}' ({}) for input {} is {} {}, expected {} {}", node.name,
                 node.op_type, i, dtype_name(gi->dtype()), gi->shape().str(), dtype_name(x.dtype()), x.shape().str());
-    bool edge_finite = !options_.scan_nonfinite || all_finite(*gi);
+    bool edge_finite = !options_.scan_nonfinite || (rounded_finite >= 0 ? rounded_finite == 1 : all_finite(*gi));
     int32_t origin = -1;
     if (!edge_finite) {
       if (outs_finite || origin_out < 0) {

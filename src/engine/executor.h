@@ -64,6 +64,9 @@ class Executor {
   Tensor& mutable_value(ValueId id);
   // The gradient from the last backward(), or nullptr where none flowed.
   const Tensor* grad(ValueId id) const;
+  // Whether that gradient holds no NaN/Inf: what the last backward's scan saw where it saw the whole gradient
+  // (a value read by one node), else a pass over it. GradScaler's inf check, without a pass of its own.
+  bool grad_finite(ValueId id) const;
 
   const NonFiniteEvent& forward_event() const { return forward_event_; }
   // The first gradient node that turned finite gradients into non-finite ones whose NaN/Inf reached a
@@ -90,6 +93,7 @@ class Executor {
   bool autocast_output_in_format(size_t n) const;
   void round_to_format_noting(ValueId id, Tensor& t, std::span<const ValueId> inputs, DType format);
   void note_rounding(NonFiniteEvent& e, ValueId out) const;
+  bool finite_known(ValueId id);
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -102,6 +106,8 @@ class Executor {
   std::vector<uint8_t> in_format_;   // per value: a float32 value holding the precision's 16-bit values
   std::vector<uint64_t> version_;    // per value: bumped whenever it is written (input, weight update, node output)
   std::vector<uint8_t> finite_before_rounding_;  // per value: finite before its rounding to the format (scan on)
+  // Per value: finite after the rounding just done (1/0, counted in its pass), -1 once used or not known.
+  std::vector<int8_t> finite_after_rounding_;
   std::vector<ValueId> zero_origin_;  // per value: the value whose rounding flushed its zeros, or kNoValue
   std::vector<NodeState> states_;
   std::vector<int64_t> last_use_;    // per value: the last node reading it (-1: none); graph outputs: never freed
@@ -124,6 +130,7 @@ class Executor {
   // Backward plans, one per (outputs, wrt) asked for; a hunt alternates between two or three.
   std::vector<BackwardPlan> plans_;
   const std::vector<uint8_t>* needs_grad_ = nullptr;  // the plan of the pass running
+  bool backward_scanned_ = false;    // the last backward ran with scan_nonfinite
   Tensor loss_seed_;                 // ones shaped like the loss
   std::vector<Tensor> grads_;
   std::vector<uint8_t> has_grad_;    // per value, this pass

@@ -62,6 +62,8 @@ class GradScaler {
   void update(bool found_inf);
   // The scale has backed off below kCollapseFloor (or to 0).
   bool collapsed() const { return !(state_.scale >= kCollapseFloor); }
+  // torch: inv_scale = self._scale.double().reciprocal().float(); unscale_ multiplies every element by it.
+  float inv_scale() const { return static_cast<float>(1.0 / static_cast<double>(state_.scale)); }
 
  private:
   GradScalerConfig config_;

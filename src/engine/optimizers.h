@@ -41,14 +41,18 @@ class Optimizer {
   Status step(Executor& ex);
   // One update of tensors directly: grads[k] (nullptr = no gradient, skipped) for params[k], which must be
   // the same tensors, in the same order, on every call (their optimizer state is kept by position).
-  Status step(std::span<Tensor* const> params, std::span<const Tensor* const> grads);
+  // grad_factor ≠ 1: each float32/float64 gradient element is first multiplied by it, in its own type, as a
+  // separate unscaling pass would have stored it (GradScaler's unscale_ inside the update, no second pass).
+  Status step(std::span<Tensor* const> params, std::span<const Tensor* const> grads, float grad_factor = 1.0f);
   int64_t steps_taken() const { return t_; }
   OptimizerState state() const { return {first_, second_, mean_, t_}; }
   void set_state(OptimizerState s);
 
  private:
   template <class T>
-  void update(Tensor& w, const Tensor& g, size_t slot);
+  void update(Tensor& w, const Tensor& g, size_t slot, float grad_factor);
+  template <class T, bool kScaled>
+  void update_rule(Tensor& w, const Tensor& g, size_t slot, T grad_factor);
 
   OptimizerConfig config_;
   std::vector<ValueId> params_;

@@ -32,6 +32,7 @@ std::string reach_of(const BenchOptions& o) { return o.no_training ? "inputs" : 
 nlohmann::json run_json(const RunRecord& r) {
   nlohmann::json j{{"run", r.run}, {"triggered", r.triggered}};
   if (!r.error.empty()) j["error"] = r.error;
+  if (r.loss_scaling) j["scaler_skipped_steps"] = r.scaler_skipped_steps;
   if (r.triggered) {
     j.update({{"seconds", r.seconds}, {"iterations", r.iterations}, {"study_count", r.study_count},
               {"class", std::string(finding_class_name(r.finding_class))}, {"expected_op", r.expected_op},
@@ -47,6 +48,8 @@ Result<RunRecord> run_from_json(const nlohmann::json& j) {
   r.run = j.at("run").get<int>();
   r.triggered = j.at("triggered").get<bool>();
   r.error = j.value("error", "");
+  r.loss_scaling = j.contains("scaler_skipped_steps");
+  r.scaler_skipped_steps = j.value("scaler_skipped_steps", int64_t{0});
   if (r.triggered) {
     r.seconds = j.at("seconds").get<double>();
     r.iterations = j.at("iterations").get<int64_t>();

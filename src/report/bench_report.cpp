@@ -27,6 +27,18 @@ std::string classes_of(const SubjectResult& r) {
                      r.count(FindingClass::WeightsPerturbed));
 }
 
+int64_t skipped_total(const SubjectResult& r) {
+  int64_t n = 0;
+  for (int64_t k : r.scaler_skipped_steps) n += k;
+  return n;
+}
+
+bool any_loss_scaling(const std::vector<SubjectResult>& rows) {
+  for (const auto& r : rows)
+    if (r.loss_scaling) return true;
+  return false;
+}
+
 std::string replay_of(const SubjectResult& r) {
   return r.replayed ? fmt::format("{}/{}", r.reproduced, r.replayed) : "-";
 }
@@ -100,6 +112,17 @@ std::string bench_totals(const std::vector<SubjectResult>& rows) {
                    t.by_class[1], t.by_class[2]);
   s += t.replayed ? fmt::format("; {} of {} witnesses replayed fail again", t.reproduced, t.replayed) : "";
   s += fmt::format("; {} contradicted a proof of the interval scan.\n", t.contradicted);
+  if (any_loss_scaling(rows)) {
+    // Skipped steps are GradScaler's normal behaviour, told apart from failures (issue 16).
+    int64_t skipped = 0;
+    int runs = 0;
+    for (const auto& r : rows) {
+      skipped += skipped_total(r);
+      runs += static_cast<int>(r.scaler_skipped_steps.size());
+    }
+    s += fmt::format("Loss scaling: the scaler skipped {} step{} on an inf/NaN gradient over {} run{} (not "
+                     "failures).\n", skipped, skipped == 1 ? "" : "s", runs, runs == 1 ? "" : "s");
+  }
   s += fmt::format("GRIST-comparable (input- or training-reached only): {} subjects in every run, {} in at least 9 "
                    "of 10, {} in at least one run",
                    t.comparable_all, t.comparable_nine_in_ten, t.comparable_some);
@@ -117,6 +140,8 @@ std::string bench_csv(const std::vector<SubjectResult>& rows) {
   std::string s = "bug,expected_op,runs,triggered,input_reached,training_reached,weights_perturbed,replayed,"
                   "reproduced,expected_op_hits,weight_search_hits,mean_s,median_s,median_iterations,median_study_count,"
                   "study_seconds,study_iterations,first_producer,error";
+  const bool scaling = any_loss_scaling(rows);
+  if (scaling) s += ",scaler_skipped_steps";
   s += fixes ? ",fix_repair,fix_a,fix_b,fix_c,fix_d,fix_verified,pre_i,pre_i_holds_data,pre_w,pre_wi,width_i,width_w,"
                "width_wi,size_i,size_w,size_wi,fix_hazards,fix_fixed,fix_seconds,fix_error\n"
              : "\n";
@@ -134,6 +159,7 @@ std::string bench_csv(const std::vector<SubjectResult>& rows) {
                      r.triggered ? std::to_string(r.median_study_count()) : "",
                      r.study_seconds ? fmt::format("{}", *r.study_seconds) : "",
                      r.study_iterations ? std::to_string(*r.study_iterations) : "", quote(r.producer), quote(r.error));
+    if (scaling) s += "," + (r.loss_scaling ? std::to_string(skipped_total(r)) : std::string());
     const SubjectFix& f = r.fix;
     s += fixes ? fmt::format(",{},{},{},{},{},{},{},{},{},{},{:.4g},{:.4g},{:.4g},{:.4g},{:.4g},{:.4g},{},{},"
                              "{:.3f},{}\n",
@@ -164,6 +190,10 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
     if (r.study_iterations) x["study_iterations"] = *r.study_iterations;
     if (!r.error.empty()) x["error"] = r.error;
     if (!r.note.empty()) x["note"] = r.note;
+    if (r.loss_scaling) {
+      x["scaler_skipped_steps"] = skipped_total(r);
+      x["scaler_skipped_steps_per_run"] = r.scaler_skipped_steps;
+    }
     if (r.fix.ran) {
       const SubjectFix& f = r.fix;
       x["fix"] = {{"hazard", f.hazard}, {"repair", f.repair}, {"pattern", f.pattern}, {"constant", f.constant},
@@ -182,23 +212,30 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
 }
 
 std::string bench_markdown(const std::vector<SubjectResult>& rows) {
+  // amp-*: one more column, the steps the loss scaler skipped (summed over the runs).
+  const bool scaling = any_loss_scaling(rows);
   std::string s = "| bug | op | triggered | input-reached | training-reached | weights-perturbed | replayed | mean s | "
-                  "median s | median iterations | study count | study | speed-up | first producer |\n"
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+                  "median s | median iterations | study count | study | speed-up | first producer |";
+  s += scaling ? " skipped steps |\n" : "\n";
+  s += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|";
+  s += scaling ? "---|\n" : "\n";
+  auto skipped = [&](const SubjectResult& r) {
+    return scaling ? (r.loss_scaling ? fmt::format(" {} |", skipped_total(r)) : std::string(" - |")) : "";
+  };
   for (const auto& r : rows) {
     if (!r.error.empty()) {
-      s += fmt::format("| {} | {} | error | | | | | | | | | {} | | {} |\n", r.id, r.expected_op, study_figure(r),
-                       r.error);
+      s += fmt::format("| {} | {} | error | | | | | | | | | {} | | {} |{}\n", r.id, r.expected_op, study_figure(r),
+                       r.error, skipped(r));
       continue;
     }
-    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", r.id,
+    s += fmt::format("| {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |{}\n", r.id,
                      r.expected_op, r.triggered, r.runs, r.count(FindingClass::InputReached),
                      r.count(FindingClass::TrainingReached), r.count(FindingClass::WeightsPerturbed), replay_of(r),
                      r.triggered ? fmt::format("{:.4f}", r.mean_seconds()) : "-",
                      r.triggered ? fmt::format("{:.4f}", r.median_seconds()) : "-",
                      r.triggered ? std::to_string(r.median_iterations()) : "-",
                      r.triggered ? std::to_string(r.median_study_count()) : "-", study_figure(r), speedup(r),
-                     r.producer.empty() ? "-" : r.producer);
+                     r.producer.empty() ? "-" : r.producer, skipped(r));
   }
   return s + "\n" + bench_totals(rows);
 }

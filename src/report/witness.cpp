@@ -9,6 +9,7 @@
 #include "data/npz.h"
 #include "engine/executor.h"
 #include "engine/grad_scaler.h"
+#include "engine/scaled_step.h"
 #include "onnx/import.h"
 #include "report/hunt_report.h"
 #include "report/run_report.h"
@@ -252,19 +253,7 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
                          s.at("skipped_steps").get<int64_t>()});
     }
     Tensor scale_seed;
-    auto training_backward = [&](std::span<const ValueId> wrt) -> Status {
-      if (!scaler) return ex->backward(loss, wrt);
-      scaler->fill_seed(ex->value(loss), scale_seed);
-      const Tensor* seed = &scale_seed;
-      return ex->backward(std::span(&loss, 1), std::span(&seed, 1), wrt);
-    };
-    auto training_update = [&]() -> Status {
-      if (!scaler) return opt->step(*ex);
-      auto stepped = scaler->step(*opt, *ex);
-      if (!stepped) return stepped.status();
-      scaler->update();
-      return Status::ok();
-    };
+    GradScaler* scaling = scaler ? &*scaler : nullptr;
     if (j.contains("trained"))
       for (const auto& name : j.at("trained").get<std::vector<std::string>>()) {
         const ValueId id = g->find_value(name);
@@ -300,8 +289,8 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
           if (!st) return make_error("{}: step {}: {}", npz.string(), k, st.message());
         }
         GRIST_TRY(ex->forward());
-        GRIST_TRY(training_backward(params));
-        GRIST_TRY(training_update());
+        GRIST_TRY(training_backward(*ex, loss, params, scaling, scale_seed));
+        GRIST_TRY(training_update(*ex, *opt, scaling));
       }
       r.training_steps = static_cast<int64_t>(steps.size());
     } else if (*pass == TriggerPass::OptimizerStep) {
@@ -328,10 +317,10 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
       if (wrt.empty() && *pass == TriggerPass::LossBackward)
         for (const auto& [name, x] : inputs) wrt.push_back(g->find_value(name));
       if (*pass == TriggerPass::LossBackward) GRIST_TRY(ex->backward(loss, wrt));
-      else GRIST_TRY(training_backward(wrt));
+      else GRIST_TRY(training_backward(*ex, loss, wrt, scaling, scale_seed));
       r.event = ex->backward_event();
       if (*pass == TriggerPass::OptimizerStep && !r.event.found && opt) {
-        GRIST_TRY(training_update());
+        GRIST_TRY(training_update(*ex, *opt, scaling));
         for (ValueId id : params)
           if (!all_finite(ex->value(id))) {
             r.event.found = true;

@@ -140,6 +140,8 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     double after = 0;
     for (auto it = report->outcomes.rbegin(); it != report->outcomes.rend() && !it->triggered; ++it) after += it->seconds;
     for (const auto& out : report->outcomes) {
+      rec.loss_scaling |= out.loss_scale > 0 || out.scale_collapsed;
+      rec.scaler_skipped_steps += out.scaler_skipped_steps;  // each hazard's search has a scaler of its own
       if (!out.triggered) continue;
       rec.triggered = true;
       rec.seconds = import_s + std::max(0.0, hunt_s - after);
@@ -186,6 +188,8 @@ SubjectResult summarize(const SubjectRuns& s) {
       r.error = rec->error;
       break;
     }
+    r.loss_scaling |= rec->loss_scaling;
+    r.scaler_skipped_steps.push_back(rec->scaler_skipped_steps);
     if (!rec->triggered) continue;
     ++r.triggered;
     r.seconds.push_back(rec->seconds);

@@ -79,6 +79,8 @@ struct SubjectResult {
   std::string note;
   std::string error;                 // non-empty: the subject could not run
   SubjectFix fix;                    // with BenchOptions::fix
+  bool loss_scaling = false;         // some run trained under an amp-* loss scaler
+  std::vector<int64_t> scaler_skipped_steps;  // per run counted, its scaler's skipped steps
 
   int count(FindingClass c) const { return by_class[static_cast<int>(c)]; }
   // Triggers a run of the program reaches (input- or training-reached): what GRIST's own figures count.
@@ -106,6 +108,10 @@ struct RunRecord {
   bool replayed = false, reproduced = false;
   std::string replay_error;
   std::string producer;             // "Op 'node' (pass)"
+  // amp-*: the steps the loss scaler skipped on an inf/NaN gradient (GradScaler's normal behaviour) over the
+  // hazards this run hunted, up to its trigger; loss_scaling: a scaler ran (an amp-* precision that trains).
+  bool loss_scaling = false;
+  int64_t scaler_skipped_steps = 0;
 };
 
 // A subject's facts (its manifest's [expect]) and the runs made of it, in any order.

@@ -14,6 +14,7 @@
 #include "engine/executor.h"
 #include "engine/checkpoint.h"
 #include "engine/grad_scaler.h"
+#include "engine/scaled_step.h"
 #include "engine/optimizers.h"
 #include "ops/registry.h"
 #include "search/interleave.h"
@@ -318,6 +319,7 @@ Status TargetSearch::setup() {
       auto state = checkpoint_state(*checkpoint_, g_, params_, m_.train.optimizer);
       if (!state) return state.error();
       opt_->set_state(std::move(state).value());
+      if (scaler_ && checkpoint_->scaler) scaler_->set_state(*checkpoint_->scaler);
     }
   }
   // Single numbers are left alone unless the model trains them: in exported models they are the guards and
@@ -813,13 +815,8 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       return Status::ok();
     }
   }
-  if (scaler_) {
-    scaler_->fill_seed(ex_->value(loss_), scale_seed_);
-    const Tensor* seed = &scale_seed_;
-    GRIST_TRY(ex_->backward(std::span(&loss_, 1), std::span(&seed, 1), params_));
-  } else {
-    GRIST_TRY(ex_->backward(loss_, params_));
-  }
+  GradScaler* scaler = scaler_ ? &*scaler_ : nullptr;
+  GRIST_TRY(training_backward(*ex_, loss_, params_, scaler, scale_seed_));
   // Under loss scaling an inf/NaN gradient skips the step (below); it fails only once the scale collapses.
   if (!cfg_.faithful && !scaler_ && ex_->backward_event().found) {
     record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout,
@@ -833,15 +830,14 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
   weights_before_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) weights_before_[i].copy_from(ex_->value(params_[i]));
   std::optional<GradScalerState> used;  // the scale this pass's backward was seeded with
-  if (scaler_) {
-    auto stepped = scaler_->step(*opt_, *ex_);
-    if (!stepped) return stepped.status();
-    used = scaler_->state();
-    scaler_->update();
-    out.scaler_skipped_steps = scaler_->skipped_steps();
-    out.loss_scale = scaler_->scale();
+  if (scaler) used = scaler->state();
+  auto stepped = training_update(*ex_, *opt_, scaler);
+  if (!stepped) return stepped.status();
+  if (scaler) {
+    out.scaler_skipped_steps = scaler->skipped_steps();
+    out.loss_scale = scaler->scale();
     if (!*stepped) {
-      if (!cfg_.faithful && scaler_->collapsed() && ex_->backward_event().found) {
+      if (!cfg_.faithful && scaler->collapsed() && ex_->backward_event().found) {
         record_trigger(out, TriggerPass::TrainingBackward, ex_->backward_event(), witness_batch(), m_.train.dropout,
                        rng_before);
         out.scale_collapsed = true;
@@ -850,8 +846,6 @@ Status TargetSearch::train_step(const Batch& fed, bool reuse_monitored_pass, Haz
       }
       return Status::ok();
     }
-  } else {
-    GRIST_TRY(opt_->step(*ex_));
   }
   for (ValueId id : params_) {
     const Tensor& w = ex_->value(id);
@@ -1273,9 +1267,6 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   // for them is the hunt's too (its rows are shared by copies, not loaded twice).
   std::optional<Dataset> loaded;
   if (o.manifest.train.pretrain_steps > 0) {
-    GRIST_CHECK(!is_autocast(o.manifest.precision),
-                "{}: train.pretrain_steps under {}: pre-training does not scale the loss as GradScaler does yet",
-                o.manifest.path, precision_name(o.manifest.precision));
     auto d = Dataset::create(o.manifest, resumed ? *resumed : model, o.batch_size, o.manifest.search.seed);
     if (!d) return d.error();
     loaded.emplace(std::move(d).value());

@@ -3,7 +3,9 @@
 #include <optional>
 
 #include "engine/executor.h"
+#include "engine/grad_scaler.h"
 #include "engine/optimizers.h"
+#include "engine/scaled_step.h"
 #include "search/search_choices.h"
 
 namespace grist {
@@ -28,6 +30,14 @@ Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& lo
     if (!state) return state.error();
     opt.set_state(std::move(state).value());
   }
+  // amp-*: GradScaler's loss scaling, from the checkpoint's scaler where it has one.
+  std::optional<GradScaler> scaler;
+  if (is_autocast(m.precision)) {
+    scaler.emplace();
+    if (from && from->scaler) scaler->set_state(*from->scaler);
+  }
+  GradScaler* scaling = scaler ? &*scaler : nullptr;
+  Tensor seed;
   ex->options().dropout_training = m.train.dropout;
   Batch batch;
   for (int64_t step = 1; step <= steps; ++step) {
@@ -35,15 +45,19 @@ Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& lo
     GRIST_TRY(data->redraw(batch));
     for (const auto& [name, t] : batch) GRIST_TRY(ex->set_input(name, t));
     GRIST_TRY(ex->forward());
-    const NonFiniteEvent* e = &ex->forward_event();
-    if (!e->found) {
-      GRIST_TRY(ex->backward(loss, *params));
-      e = &ex->backward_event();
-    }
-    GRIST_CHECK(!e->found, "{}: pre-training step {} of {} (train.pretrain_steps) produced a non-finite value at "
-                "{} '{}' ({} pass): the program fails before the search", m.path, step, steps, e->op_type,
-                e->node_name, e->in_backward ? "backward" : "forward");
-    GRIST_TRY(opt.step(*ex));
+    auto fails = [&](const NonFiniteEvent& e, const std::string& why) {
+      return make_error("{}: pre-training step {} of {} (train.pretrain_steps) produced a non-finite value at {} "
+                        "'{}' ({} pass{}): the program fails before the search", m.path, step, steps, e.op_type,
+                        e.node_name, e.in_backward ? "backward" : "forward", why);
+    };
+    if (ex->forward_event().found) return fails(ex->forward_event(), "");
+    GRIST_TRY(training_backward(*ex, loss, *params, scaling, seed));
+    // Under loss scaling an inf/NaN gradient skips the step, as GradScaler does; it fails once the scale collapses.
+    if (!scaler && ex->backward_event().found) return fails(ex->backward_event(), "");
+    auto stepped = training_update(*ex, opt, scaling);
+    if (!stepped) return stepped.error();
+    if (scaler && !*stepped && scaler->collapsed() && ex->backward_event().found)
+      return fails(ex->backward_event(), fmt::format(", the loss scale backed off to {}", scaler->scale()));
     for (ValueId id : *params)
       GRIST_CHECK(all_finite(ex->value(id)), "{}: pre-training step {} of {} (train.pretrain_steps): the {} update "
                   "made weight '{}' non-finite", m.path, step, steps, optimizer_kind_name(m.train.optimizer.kind),
@@ -55,6 +69,7 @@ Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& lo
   for (ValueId id : *params) c.weights[g.value(id).name] = ex->value(id);
   const OptimizerState st = opt.state();
   c.steps = st.steps;
+  if (scaler) c.scaler = GradScalerState{scaler->scale(), scaler->growth_tracker(), 0};
   for (size_t k = 0; k < params->size(); ++k)
     for (auto [slot, from_state] :
          {std::pair{"first", &st.first}, std::pair{"second", &st.second}, std::pair{"mean", &st.mean}})

@@ -117,28 +117,103 @@ void narrow(std::span<const float> src, BFloat16* dst) {
   for (size_t i = 0; i < src.size(); ++i) dst[i].bits = float_to_bfloat16_bits(src[i]);
 }
 
-void round_to_half(std::span<float> v) {
-  size_t i = 0;
-#ifdef GRIST_HAVE_F16C
-  for (; i + 8 <= v.size(); i += 8) {
-    const __m256 x = _mm256_loadu_ps(v.data() + i);
-    if (any_nan(x)) {
-      for (size_t k = i; k < i + 8; ++k) v[k] = half_bits_to_float(float_to_half_bits(v[k]));
-      continue;
-    }
-    _mm256_storeu_ps(v.data() + i, _mm256_cvtph_ps(_mm256_cvtps_ph(x, kRoundNearest)));
-  }
-#endif
-  for (; i < v.size(); ++i) v[i] = half_bits_to_float(float_to_half_bits(v[i]));
+namespace {
+
+constexpr uint32_t kAbsBits = 0x7fffffffu, kInfBits = 0x7f800000u;
+
+// The tally's counts for one value: x before rounding, y after.
+inline void tally_one(uint32_t x, uint32_t y, RoundingTally& t) {
+  t.nonfinite_before += (x & kAbsBits) >= kInfBits;
+  t.nonfinite_after += (y & kAbsBits) >= kInfBits;
+  const bool zero = (y & kAbsBits) == 0;
+  t.zeros_after += zero;
+  t.flushed += zero && (x & kAbsBits) != 0;
 }
 
-void round_to_bfloat16(std::span<float> v) {
-  // Branch-free, so the compiler vectorises it: the rounded pattern, or the quiet NaN where the value is NaN.
-  for (float& f : v) {
-    const uint32_t x = std::bit_cast<uint32_t>(f);
-    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
-    f = std::bit_cast<float>((x & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded);
+template <bool kTally>
+void round_half_pass(const float* src, float* dst, size_t n, RoundingTally& t) {
+  size_t i = 0;
+#ifdef GRIST_HAVE_F16C
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kAbsBits)));
+  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(kInfBits)));
+  const __m256 zero = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(src + i);
+    if (any_nan(x)) {
+      for (size_t k = i; k < i + 8; ++k) {
+        const float y = half_bits_to_float(float_to_half_bits(src[k]));
+        if constexpr (kTally) tally_one(std::bit_cast<uint32_t>(src[k]), std::bit_cast<uint32_t>(y), t);
+        dst[k] = y;
+      }
+      continue;
+    }
+    const __m256 y = _mm256_cvtph_ps(_mm256_cvtps_ph(x, kRoundNearest));
+    _mm256_storeu_ps(dst + i, y);
+    if constexpr (kTally) {
+      // No NaN in the block: not finite means |value| = inf (an ordered comparison suffices).
+      t.nonfinite_before += std::popcount(static_cast<unsigned>(
+          _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(x, abs_mask), inf, _CMP_EQ_OQ))));
+      t.nonfinite_after += std::popcount(static_cast<unsigned>(
+          _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(y, abs_mask), inf, _CMP_EQ_OQ))));
+      const auto zy = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(y, zero, _CMP_EQ_OQ)));
+      const auto zx = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, zero, _CMP_EQ_OQ)));
+      t.zeros_after += std::popcount(zy);
+      t.flushed += std::popcount(zy & ~zx);
+    }
   }
+#endif
+  for (; i < n; ++i) {
+    const float y = half_bits_to_float(float_to_half_bits(src[i]));
+    if constexpr (kTally) tally_one(std::bit_cast<uint32_t>(src[i]), std::bit_cast<uint32_t>(y), t);
+    dst[i] = y;
+  }
+}
+
+// Branch-free, so the compiler vectorises it: the rounded pattern, or the quiet NaN where the value is NaN.
+inline uint32_t round_bfloat16_bits(uint32_t x) {
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
+  return (x & kAbsBits) > kInfBits ? 0x7fc00000u : rounded;
+}
+
+template <bool kTally>
+void round_bfloat16_pass(const float* src, float* dst, size_t n, RoundingTally& t) {
+  if constexpr (!kTally) {
+    for (size_t i = 0; i < n; ++i) dst[i] = std::bit_cast<float>(round_bfloat16_bits(std::bit_cast<uint32_t>(src[i])));
+  } else {
+    // Integer counters, so the counting vectorises with the rounding.
+    uint64_t nonfinite_before = 0, nonfinite_after = 0, zeros = 0, flushed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t x = std::bit_cast<uint32_t>(src[i]);
+      const uint32_t y = round_bfloat16_bits(x);
+      dst[i] = std::bit_cast<float>(y);
+      nonfinite_before += (x & kAbsBits) >= kInfBits;
+      nonfinite_after += (y & kAbsBits) >= kInfBits;
+      const uint32_t zero = (y & kAbsBits) == 0;
+      zeros += zero;
+      flushed += zero & ((x & kAbsBits) != 0);
+    }
+    t.nonfinite_before += static_cast<int64_t>(nonfinite_before);
+    t.nonfinite_after += static_cast<int64_t>(nonfinite_after);
+    t.zeros_after += static_cast<int64_t>(zeros);
+    t.flushed += static_cast<int64_t>(flushed);
+  }
+}
+
+}  // namespace
+
+void round_to_half(std::span<float> v) { round_to_half(v, v.data()); }
+void round_to_bfloat16(std::span<float> v) { round_to_bfloat16(v, v.data()); }
+
+void round_to_half(std::span<const float> src, float* dst, RoundingTally* tally) {
+  RoundingTally unused;
+  if (tally) round_half_pass<true>(src.data(), dst, src.size(), *tally);
+  else round_half_pass<false>(src.data(), dst, src.size(), unused);
+}
+
+void round_to_bfloat16(std::span<const float> src, float* dst, RoundingTally* tally) {
+  RoundingTally unused;
+  if (tally) round_bfloat16_pass<true>(src.data(), dst, src.size(), *tally);
+  else round_bfloat16_pass<false>(src.data(), dst, src.size(), unused);
 }
 
 }  // namespace grist

@@ -50,4 +50,15 @@ void narrow(std::span<const float> src, BFloat16* dst);
 void round_to_half(std::span<float> v);
 void round_to_bfloat16(std::span<float> v);
 
+// What one rounding pass saw, for the executor's first-producer notes: how many values were NaN/±inf before
+// and after it, how many are zero after it, and how many of those it flushed (non-zero before).
+struct RoundingTally {
+  int64_t nonfinite_before = 0, nonfinite_after = 0, zeros_after = 0, flushed = 0;
+};
+// One pass that reads `src`, writes its rounding to `dst` (src.size() floats; may be src itself) and, given a
+// tally, counts as it goes: an amp cast is a copy and its rounding at once, and a scanned rounding needs no
+// separate passes for its counts.
+void round_to_half(std::span<const float> src, float* dst, RoundingTally* tally = nullptr);
+void round_to_bfloat16(std::span<const float> src, float* dst, RoundingTally* tally = nullptr);
+
 }  // namespace grist

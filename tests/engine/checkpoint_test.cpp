@@ -129,6 +129,15 @@ TEST(Checkpoint, WhatDoesNotFitTheModelOrTheOptimizerIsRefused) {
       {{{"optimizer.first:w1", w2}, {"optimizer.second:w1", w1}, {"optimizer.first:w2", w2},
         {"optimizer.second:w2", w2}, {"optimizer.steps", steps3}},
        both, adam, "optimizer.first:w1 is float32 [2, 2], but the weight is float32 [3]"},
+      {{{"scaler.scale", Tensor::scalar<float>(0)}, {"scaler.growth_tracker", steps3}}, both, adam,
+       "scaler.scale must be one positive finite float32"},
+      {{{"scaler.scale", Tensor::scalar<double>(1024)}, {"scaler.growth_tracker", steps3}}, both, adam,
+       "scaler.scale must be one positive finite float32"},
+      {{{"scaler.scale", Tensor::scalar<float>(1024)}, {"scaler.growth_tracker", Tensor::scalar<int64_t>(-1)}}, both,
+       adam, "scaler.growth_tracker must be one non-negative integer"},
+      {{{"scaler.scale", Tensor::scalar<float>(1024)}}, both, adam,
+       "it holds scaler.scale but not scaler.growth_tracker"},
+      {{{"scaler.growth_tracker", steps3}}, both, adam, "it holds scaler.growth_tracker but not scaler.scale"},
   };
   for (const Case& c : cases) {
     ScratchDir dir;
@@ -143,6 +152,25 @@ TEST(Checkpoint, WhatDoesNotFitTheModelOrTheOptimizerIsRefused) {
     EXPECT_NE(message.find(c.expected), std::string::npos) << "got:  " << message << "\nwant: " << c.expected;
     EXPECT_EQ(message.rfind(dir.path("c.npz"), 0), 0u) << "names the file: " << message;
   }
+}
+
+// An amp-* program's loss scaler (GradScaler.state_dict()'s scale and _growth_tracker) is read with the rest; a
+// checkpoint without one has none (the hunt's scaler starts at GradScaler's defaults).
+TEST(Checkpoint, ALossScalersStateIsRead) {
+  ScratchDir dir;
+  ASSERT_TRUE(write_npz(dir.path("amp.npz"), {{"scaler.scale", Tensor::scalar<float>(512.0f)},
+                                              {"scaler.growth_tracker", Tensor::scalar<int64_t>(37)},
+                                              {"optimizer.steps", Tensor::scalar<int64_t>(40)}}));
+  auto c = read_checkpoint(dir.path("amp.npz"));
+  ASSERT_TRUE(c) << c.message();
+  ASSERT_TRUE(c->scaler.has_value());
+  EXPECT_EQ(c->scaler->scale, 512.0f);
+  EXPECT_EQ(c->scaler->growth_tracker, 37);
+  EXPECT_EQ(c->scaler->skipped_steps, 0);  // a resumed run counts its own
+  ASSERT_TRUE(write_npz(dir.path("plain.npz"), {{"optimizer.steps", Tensor::scalar<int64_t>(40)}}));
+  auto plain = read_checkpoint(dir.path("plain.npz"));
+  ASSERT_TRUE(plain) << plain.message();
+  EXPECT_FALSE(plain->scaler.has_value());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // _amp_update_scale_ and _amp_foreach_non_finite_check_and_unscale_, have no CPU version in Debian's torch 1.13,
 // so the rules are pinned here from their source), and its step on an executor's gradients.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include <gtest/gtest.h>
@@ -181,6 +182,90 @@ TEST(GradScalerStep, AFiniteStepUsesTheUnscaledGradients) {
   EXPECT_EQ(s.growth_tracker(), 1);
   EXPECT_FLOAT_EQ(ex->value(w).data<float>()[0], 1.0f - 0.01f * 0.5f);
   EXPECT_FLOAT_EQ(ex->value(w).data<float>()[1], 1.0f - 0.01f * 2.0f);
+}
+
+// w1 read once, w2 twice (its gradient a sum of two edges): loss = Σ (w1·x + w2·x + w2·x).
+Graph two_weights_three_uses() {
+  return GraphBuilder()
+      .input("x", DType::Float32, {3})
+      .constant("w1", Tensor::from<float>({3}, {0.3f, -1.7f, 2.9f}))
+      .constant("w2", Tensor::from<float>({3}, {1.1f, 0.45f, -0.8f}))
+      .node("Mul", {"w1", "x"}, {"a"})
+      .node("Mul", {"w2", "x"}, {"b"})
+      .node("Mul", {"x", "w2"}, {"c"})
+      .node("Add", {"a", "b"}, {"ab"})
+      .node("Add", {"ab", "c"}, {"s"})
+      .node("ReduceSum", {"s"}, {"loss"}, {{"keepdims", attr_int(0)}})
+      .output("loss")
+      .build();
+}
+
+bool same_bits(const Tensor& a, const Tensor& b) {
+  return a.nbytes() == b.nbytes() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// step() checks the gradients with the backward's own scan and unscales inside the optimizer's update; that is
+// unscale() then the optimizer's step on the unscaled copies, bit for bit, for every rule (a scale whose
+// reciprocal is inexact, weight decay on, so the unscaled gradient is added to before it is used).
+TEST(GradScalerStep, TheFusedStepIsUnscaleThenStepBitForBit) {
+  const Graph g = two_weights_three_uses();
+  const std::vector<ValueId> params = {g.find_value("w1"), g.find_value("w2")};
+  const ValueId loss = g.find_value("loss");
+  for (OptimizerKind kind : {OptimizerKind::SGD, OptimizerKind::Adam, OptimizerKind::Adagrad, OptimizerKind::RMSProp})
+    for (Framework fw : {Framework::PyTorch, Framework::TensorFlow}) {
+      OptimizerConfig oc = OptimizerConfig::defaults(kind, fw);
+      oc.momentum = kind == OptimizerKind::Adam ? 0.0 : 0.9;
+      oc.centered = kind == OptimizerKind::RMSProp;
+      oc.weight_decay = 0.01;
+      SCOPED_TRACE(std::string(optimizer_kind_name(kind)) + (fw == Framework::PyTorch ? " torch" : " tf"));
+      auto fused_ex = Executor::create(g), split_ex = Executor::create(g);
+      ASSERT_TRUE(fused_ex.is_ok() && split_ex.is_ok());
+      Optimizer fused_opt(oc, params), split_opt(oc, params);
+      GradScaler fused(GradScalerConfig{3000.0}), split(GradScalerConfig{3000.0});
+      Tensor seed;
+      std::vector<Tensor> unscaled;
+      for (int k = 0; k < 3; ++k) {
+        const Tensor x = Tensor::from<float>({3}, {0.7f + 0.1f * static_cast<float>(k), -1.3f, 2.2f});
+        for (Executor* e : {&*fused_ex, &*split_ex}) {
+          ASSERT_TRUE(e->set_input("x", x).is_ok());
+          ASSERT_TRUE(e->forward().is_ok());
+          fused.fill_seed(e->value(loss), seed);
+          const Tensor* sp = &seed;
+          ASSERT_TRUE(e->backward(std::span(&loss, 1), std::span(&sp, 1), params).is_ok());
+        }
+        auto stepped = fused.step(fused_opt, *fused_ex);
+        ASSERT_TRUE(stepped.is_ok() && *stepped);
+        std::vector<const Tensor*> grads = {split_ex->grad(params[0]), split_ex->grad(params[1])};
+        ASSERT_TRUE(split.unscale(grads, unscaled));
+        std::vector<Tensor*> ws = {&split_ex->mutable_value(params[0]), &split_ex->mutable_value(params[1])};
+        std::vector<const Tensor*> us = {&unscaled[0], &unscaled[1]};
+        ASSERT_TRUE(split_opt.step(ws, us).is_ok());
+      }
+      for (ValueId id : params) EXPECT_TRUE(same_bits(fused_ex->value(id), split_ex->value(id))) << g.value(id).name;
+      EXPECT_FALSE(same_bits(fused_ex->value(params[0]), *g.value(params[0]).initial)) << "w1 moved";
+    }
+}
+
+// A gradient summed over two uses can overflow although each use's part is finite: the step sees the sum's inf
+// (w2's edges are 2e38 each here), not only what the scan saw edge by edge.
+TEST(GradScalerStep, AGradientWhoseSumOverflowsSkipsTheStep) {
+  const Graph g = two_weights_three_uses();
+  auto ex = Executor::create(g);
+  ASSERT_TRUE(ex.is_ok());
+  const ValueId loss = g.find_value("loss"), w2 = g.find_value("w2");
+  Optimizer opt(OptimizerConfig::defaults(OptimizerKind::SGD, Framework::PyTorch), {w2});
+  GradScaler s(GradScalerConfig{1.0});
+  ASSERT_TRUE(ex->set_input("x", Tensor::from<float>({3}, {2e38f, 1.0f, 1.0f})).is_ok());
+  ASSERT_TRUE(ex->forward().is_ok());
+  Tensor seed;
+  s.fill_seed(ex->value(loss), seed);
+  const Tensor* sp = &seed;
+  ASSERT_TRUE(ex->backward(std::span(&loss, 1), std::span(&sp, 1), std::span(&w2, 1)).is_ok());
+  ASSERT_TRUE(std::isinf(ex->grad(w2)->data<float>()[0]));
+  auto stepped = s.step(opt, *ex);
+  ASSERT_TRUE(stepped.is_ok());
+  EXPECT_FALSE(*stepped);
+  EXPECT_EQ(opt.steps_taken(), 0);
 }
 
 }  // namespace

@@ -119,6 +119,43 @@ TEST(BenchMerge, JoinsFabricatedShardsIntoTheSubjectsRows) {
   EXPECT_EQ((*rows)[1].runs, 2);
 }
 
+// amp-* runs carry the loss scaler's skipped steps: summarized per subject (run by run), kept through a shard
+// file, and in the JSON, the CSV and the Markdown table; fp32 runs add nothing.
+TEST(BenchMerge, TheScalersSkippedStepsReachTheSubjectsRowAndSurviveAShard) {
+  ScratchDir dir;
+  Campaign c;
+  for (SubjectRuns& s : c.subjects)
+    for (RunRecord& r : s.runs) {
+      r.loss_scaling = true;
+      r.scaler_skipped_steps = s.id == "a" ? 10 + r.run : 0;
+    }
+  for (int i = 1; i <= 2; ++i) c.write(dir.path(""), {i, 2});
+  auto rows = merge_shards({dir.path("")});
+  ASSERT_TRUE(rows) << rows.message();
+  const SubjectResult a = summarize(c.subjects[0]);
+  EXPECT_TRUE(a.loss_scaling);
+  EXPECT_EQ(a.scaler_skipped_steps, (std::vector<int64_t>{10, 11}));
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].scaler_skipped_steps, a.scaler_skipped_steps);
+  const nlohmann::json j = bench_json(*rows);
+  EXPECT_EQ(j[0].at("scaler_skipped_steps").get<int64_t>(), 21);
+  EXPECT_EQ(j[0].at("scaler_skipped_steps_per_run"), nlohmann::json::array({10, 11}));
+  EXPECT_EQ(j[1].at("scaler_skipped_steps").get<int64_t>(), 0);
+  const std::string md = bench_markdown(*rows);
+  EXPECT_NE(md.find("| skipped steps |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 21 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("the scaler skipped 21 steps on an inf/NaN gradient over 4 runs"), std::string::npos) << md;
+  const std::string csv = bench_csv(*rows);
+  EXPECT_NE(csv.find(",scaler_skipped_steps"), std::string::npos) << csv;
+  // Without a scaler (fp32) neither the column nor the field.
+  const Campaign plain;
+  std::vector<SubjectResult> fp32;
+  for (const SubjectRuns& s : plain.subjects) fp32.push_back(summarize(s));
+  EXPECT_FALSE(bench_json(fp32)[0].contains("scaler_skipped_steps"));
+  EXPECT_EQ(bench_markdown(fp32).find("skipped steps"), std::string::npos);
+  EXPECT_EQ(bench_csv(fp32).find("scaler_skipped_steps"), std::string::npos);
+}
+
 TEST(BenchMerge, RefusesShardsThatDoNotMakeOneCampaign) {
   ScratchDir scratch;  // one per test (its name is the test's): a folder per case inside it
   const Campaign c;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "config/manifest.h"
@@ -159,6 +160,72 @@ TEST(TrainingProgram, PretrainingThenHuntingIsHuntingFromTheCheckpointAfterThose
     EXPECT_TRUE(bit_identical(a.witness.weights.at(name), b.witness.weights.at(name))) << name;
     EXPECT_FALSE(bit_identical(a.witness.weights.at(name), plain.witness.weights.at(name))) << name;
   }
+}
+
+// The arrays of a checkpoint file holding `c` (as a program would save it), the loss scaler's state optional.
+NamedTensors checkpoint_arrays(const Checkpoint& c, bool with_scaler) {
+  NamedTensors arrays{{"optimizer.steps", Tensor::scalar<int64_t>(c.steps)}};
+  for (const auto& [name, w] : c.weights) arrays.emplace_back("weight:" + name, w);
+  for (const auto& [slot, by_name] : c.slots)
+    for (const auto& [name, t] : by_name) arrays.emplace_back("optimizer." + slot + ":" + name, t);
+  if (with_scaler && c.scaler) {
+    arrays.emplace_back("scaler.scale", Tensor::scalar<float>(c.scaler->scale));
+    arrays.emplace_back("scaler.growth_tracker", Tensor::scalar<int64_t>(c.scaler->growth_tracker));
+  }
+  return arrays;
+}
+
+// amp-fp16 training (GradScaler's loss scaling) with labels large enough that the first scaled gradients
+// overflow float16: the scaler skips steps and backs the scale off before the updates start. Pre-training
+// scales the loss as the hunt's training does, and its checkpoint keeps the scaler's state, so hunting after
+// pretrain_steps and hunting from that checkpoint's file are one run bit for bit; the same file without the
+// scaler's arrays restarts the scale at 65536: another run (the test can fail).
+TEST(TrainingProgram, AnAmpProgramResumesWithItsLossScalersState) {
+  ScratchDir dir;
+  const Graph g = linear_toy(false);
+  std::string toy = kLinearToy;
+  const std::string labels =
+      "values = [[1.0], [0.0], [1.0], [0.0], [1.0], [0.0], [0.5], [0.25], [0.75], [1.0], [0.0], [0.5]]";
+  ASSERT_NE(toy.find(labels), std::string::npos);
+  toy.replace(toy.find(labels), labels.size(),
+              "values = [[1000.0], [0.0], [1000.0], [0.0], [1000.0], [0.0], [500.0], [250.0], [750.0], [1000.0], "
+              "[0.0], [500.0]]");
+  auto read = read_manifest(dir.write("amp.toml", toy + "[numerics]\nprecision = \"amp-fp16\"\n[train]\n"
+                                                        "optimizer = \"sgd\"\nlr = 1e-6\nbatch = \"monitored\"\n"
+                                                        "params = [\"W\", \"b\"]\n"));
+  ASSERT_TRUE(read) << read.message();
+  const Manifest m = std::move(read).value();
+  constexpr int64_t kSteps = 20;
+  auto loaded = Dataset::create(m, g, m.batch_size, m.search.seed);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.message();
+  auto c = pretrain(g, m, *loaded, kSteps, nullptr);
+  ASSERT_TRUE(c.is_ok()) << c.message();
+  ASSERT_TRUE(c->scaler.has_value());
+  std::printf("after %lld amp-fp16 steps: scale %g, growth tracker %lld\n", static_cast<long long>(kSteps),
+              c->scaler->scale, static_cast<long long>(c->scaler->growth_tracker));
+  EXPECT_LT(c->scaler->scale, 65536.0f) << "no step was skipped: the scaler's state shows nothing";
+  EXPECT_GT(c->scaler->growth_tracker, 0) << "no update was taken after the skips";
+  EXPECT_FALSE(bit_identical(c->weights.at("W"), *g.value(g.find_value("W")).initial)) << "W trained";
+
+  ASSERT_TRUE(write_npz(dir.path("with.npz"), checkpoint_arrays(*c, true)));
+  ASSERT_TRUE(write_npz(dir.path("without.npz"), checkpoint_arrays(*c, false)));
+  Manifest resumed = m, pretrained = m, unscaled = m;
+  resumed.train.checkpoint = dir.path("with.npz");
+  pretrained.train.pretrain_steps = kSteps;
+  unscaled.train.checkpoint = dir.path("without.npz");
+  const HazardOutcome a = hunt_with(g, resumed), b = hunt_with(g, pretrained), other = hunt_with(g, unscaled);
+  ASSERT_TRUE(a.triggered && b.triggered && other.triggered);
+  EXPECT_EQ(a.iterations, b.iterations);
+  EXPECT_EQ(a.training_steps, b.training_steps);
+  EXPECT_EQ(a.loss_scale, b.loss_scale);
+  EXPECT_EQ(a.scaler_skipped_steps, b.scaler_skipped_steps);
+  for (const char* name : {"W", "b"}) {
+    ASSERT_TRUE(a.witness.weights.count(name) && b.witness.weights.count(name)) << name;
+    EXPECT_TRUE(bit_identical(a.witness.weights.at(name), b.witness.weights.at(name))) << name;
+  }
+  // Restarting the scale at GradScaler's 65536 skips the steps again.
+  EXPECT_NE(other.loss_scale, a.loss_scale);
+  EXPECT_GT(other.scaler_skipped_steps, a.scaler_skipped_steps);
 }
 
 TEST(TrainingProgram, PretrainingThatFailsIsAnErrorNamingTheStep) {

@@ -51,6 +51,47 @@ TEST(Half, WholeBufferPassesAgreeWithTheScalarConversions) {
   }
 }
 
+// The one-pass rounding (a copy and its rounding; a rounding that counts as it goes, for the executor's
+// first-producer notes) writes what the scalar conversions give, and counts what separate passes would count.
+TEST(Half, OnePassRoundingCopiesRoundsAndCountsLikeSeparatePasses) {
+  std::vector<float> values;
+  for (const HalfCase& c : kHalfCases) values.push_back(std::bit_cast<float>(c.f32));
+  values.push_back(0.0f);
+  values.push_back(-0.0f);
+  values.push_back(1e-30f);  // flushes to 0 in float16, not in bfloat16
+  for (bool bf16 : {false, true}) {
+    SCOPED_TRACE(bf16 ? "bfloat16" : "float16");
+    std::vector<float> copy(values.size()), in_place = values;
+    RoundingTally tally;
+    if (bf16) {
+      round_to_bfloat16(values, copy.data());
+      round_to_bfloat16(in_place, in_place.data(), &tally);
+    } else {
+      round_to_half(values, copy.data());
+      round_to_half(in_place, in_place.data(), &tally);
+    }
+    RoundingTally expected;
+    for (size_t i = 0; i < values.size(); ++i) {
+      const float want = bf16 ? bfloat16_bits_to_float(float_to_bfloat16_bits(values[i]))
+                              : half_bits_to_float(float_to_half_bits(values[i]));
+      EXPECT_EQ(std::bit_cast<uint32_t>(copy[i]), std::bit_cast<uint32_t>(want)) << i;
+      EXPECT_EQ(std::bit_cast<uint32_t>(in_place[i]), std::bit_cast<uint32_t>(want)) << i;
+      expected.nonfinite_before += !std::isfinite(values[i]);
+      expected.nonfinite_after += !std::isfinite(want);
+      expected.zeros_after += want == 0.0f;
+      expected.flushed += want == 0.0f && values[i] != 0.0f;
+    }
+    EXPECT_EQ(tally.nonfinite_before, expected.nonfinite_before);
+    EXPECT_EQ(tally.nonfinite_after, expected.nonfinite_after);
+    EXPECT_EQ(tally.zeros_after, expected.zeros_after);
+    EXPECT_EQ(tally.flushed, expected.flushed);
+    EXPECT_GT(expected.flushed, 0);
+    if (!bf16) {
+      EXPECT_GT(expected.nonfinite_after, expected.nonfinite_before);  // overflows to inf counted
+    }
+  }
+}
+
 TEST(Half, EdgesOfTheFormat) {
   EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bffu);                // largest finite
   EXPECT_EQ(float_to_half_bits(65519.99f), 0x7bffu);               // below the halfway point
