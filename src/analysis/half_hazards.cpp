@@ -48,13 +48,19 @@ std::vector<bool> values_in_format(const Graph& g, Precision p) {
   if (precision_format(p) == DType::Undefined) return in;
   if (!is_autocast(p)) {
     for (size_t i = 0; i < g.values.size(); ++i) in[i] = float_or_unknown(g.values[i].dtype);
+    for (const Node& node : g.nodes)  // computed in float32 (Node::keep_float32)
+      if (node.keep_float32)
+        for (ValueId id : node.outputs)
+          if (id != kNoValue) in[static_cast<size_t>(id)] = false;
+    for (ValueId id : g.initializers)
+      if (read_only_in_float32(g, id)) in[static_cast<size_t>(id)] = false;
     return in;
   }
   // Autocast: inputs and weights stay float32; the rules of Executor::autocast_output_in_format.
   for (const Node& node : g.nodes) {
     const AutocastRule rule = node.domain.empty() ? autocast_rule(node.op_type) : AutocastRule::Follow;
-    bool out = rule == AutocastRule::LowerPrecision;
-    if (rule == AutocastRule::Promote || rule == AutocastRule::Follow) {
+    bool out = rule == AutocastRule::LowerPrecision && !node.keep_float32;
+    if (!node.keep_float32 && (rule == AutocastRule::Promote || rule == AutocastRule::Follow)) {
       bool any = false, all = true, others_constant = true;
       for (ValueId id : node.inputs) {
         if (id == kNoValue || !float_or_unknown(g.value(id).dtype)) continue;

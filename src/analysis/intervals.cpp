@@ -218,7 +218,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     bool all_exact = def && def->forward && !def->has(kDrawsRandom);
     // amp-*: an op autocast runs in the format reads its float32 inputs rounded to it (Executor's casts).
     const bool casts_inputs = o.format != DType::Undefined && o.autocast && node.domain.empty() &&
-                              autocast_rule(node.op_type) == AutocastRule::LowerPrecision;
+                              !node.keep_float32 && autocast_rule(node.op_type) == AutocastRule::LowerPrecision;
     std::vector<IntervalTensor> cast(casts_inputs ? node.inputs.size() : 0);
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       if (node.inputs[i] == kNoValue) continue;

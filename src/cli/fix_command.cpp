@@ -40,6 +40,7 @@ struct FixFlags {
   int64_t seed = -1;
   int64_t batch = 0;
   bool no_preconditions = false;
+  std::string precision;  // empty: the manifest's [numerics] precision, else fp32
 };
 
 // The first free name DIR/STEM.fixed.onnx, DIR/STEM.fixed-2.onnx, ...; the file is created exclusively.
@@ -74,6 +75,11 @@ int fix_main(const FixFlags& f) {
     if (!target_is_manifest) o.manifest.model = f.target;
   } else {
     o.manifest.model = f.target;
+  }
+  if (!f.precision.empty()) {
+    auto p = parse_precision(f.precision);
+    if (!p) return fail(fmt::format("--precision: {}", p.message()));
+    o.manifest.precision = *p;
   }
   const std::string model = o.manifest.model;
   // Not yet: the repaired model would have to carry the checkpoint's weights, and its checks resume from them.
@@ -171,6 +177,10 @@ void add_fix_command(CLI::App& app, Action& action) {
   cmd->add_option("--seed", f->seed, "seed of the data, the hunt and the training (default: the manifest's)");
   cmd->add_option("--batch", f->batch, "rows per batch (default: the manifest's, else 1)");
   cmd->add_flag("--no-preconditions", f->no_preconditions, "skip the search for input and weight preconditions");
+  cmd->add_option("--precision", f->precision,
+                  "fp32, fp16, bf16, amp-fp16 or amp-bf16: repair for, and run every check in, that simulated "
+                  "precision (as grist hunt --precision; default: the manifest's [numerics] precision, else fp32); "
+                  "adds the half-precision repairs (keep-in-float32, a larger epsilon)");
   cmd->callback([f, &action] { action = [f] { return fix_main(*f); }; });
 }
 

@@ -282,8 +282,9 @@ Status Executor::forward() {
     auto i = static_cast<size_t>(id);
     if (!dirty_[i]) return;
     // Idempotent: a value left dirty is rounded again.
-    if (!autocast) round_to_format_noting(id, values_[i], {}, format);
-    in_format_[i] = format != DType::Undefined && !autocast;
+    const bool in_float32 = autocast || read_only_in_float32(g, id);
+    if (!in_float32) round_to_format_noting(id, values_[i], {}, format);
+    in_format_[i] = format != DType::Undefined && !in_float32;
     if (!options_.scan_nonfinite) return;  // stays dirty, so a scan turned on later still looks at it
     finite_[i] = finite_known(id);
     dirty_[i] = 0;
@@ -321,7 +322,7 @@ Status Executor::forward() {
       st = ops_[n]->forward(ctx);
       if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
       if (st && simulated) {
-        const bool rounded = !autocast || autocast_output_in_format(n);
+        const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
         for (ValueId out : node.outputs) {
           if (out == kNoValue) continue;
           round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
@@ -413,7 +414,8 @@ void Executor::note_rounding(NonFiniteEvent& e, ValueId out) const {
 // value, in the same format, is kept: weights are rounded again only after an update.
 void Executor::cast_autocast_inputs(size_t n, DType format) {
   const Node& node = graph_->nodes[n];
-  if (!node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision) return;
+  if (node.keep_float32 || !node.domain.empty() || autocast_rule(node.op_type) != AutocastRule::LowerPrecision)
+    return;
   auto& a = args_[n];
   HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -653,8 +655,11 @@ Status Executor::run_node_backward(size_t n) {
     if (!gi) continue;
     auto vid = static_cast<size_t>(node.inputs[i]);
     const Tensor& x = values_[vid];
-    // A gradient is in the format where its value is, or where autocast cast the value into the format.
-    const bool grad_in_format = format != DType::Undefined &&
+    // A gradient is in the format where its value is, or where autocast cast the value into the format; a node
+    // kept in float32 leaves the gradients of its float32 inputs in float32.
+    const int32_t from = g.value(node.inputs[i]).producer;
+    const bool kept_value = from >= 0 && g.nodes[static_cast<size_t>(from)].keep_float32;
+    const bool grad_in_format = format != DType::Undefined && !(node.keep_float32 && !in_format_[vid]) &&
                                 (!autocast || in_format_[vid] || a.in[i] == &scratch.wide_in(i));
     // With the scan on, the rounding counts what it leaves non-finite in the same pass.
     int8_t rounded_finite = -1;
@@ -691,7 +696,7 @@ Status Executor::run_node_backward(size_t n) {
           using Arr = Eigen::Array<T, Eigen::Dynamic, 1>;
           Eigen::Map<Arr>(acc.data<T>(), acc.numel()) += Eigen::Map<const Arr>(gi->data<T>(), gi->numel());
         });
-        if (format != DType::Undefined && (!autocast || in_format_[vid])) round_to_format(format, acc);
+        if (format != DType::Undefined && !kept_value && (!autocast || in_format_[vid])) round_to_format(format, acc);
       }
     }
     has_grad_[vid] = 1;

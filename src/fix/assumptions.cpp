@@ -20,8 +20,9 @@ std::map<std::string, StatedRange> trained_weight_ranges(const Graph& g, const M
 }
 
 ScanOptions stated_scan_options(const Graph& g, const Manifest* m, int64_t batch,
-                                const std::map<std::string, Interval>& extra) {
+                                const std::map<std::string, Interval>& extra, Precision precision) {
   ScanOptions o;
+  o.precision = precision;
   o.manifest = m;
   o.batch = batch;
   for (const auto& [name, r] : trained_weight_ranges(g, m)) o.assumed[name] = r.range;

@@ -22,8 +22,9 @@ struct StatedRange {
 std::map<std::string, StatedRange> trained_weight_ranges(const Graph& g, const Manifest* manifest);
 
 // Scan options with the manifest, the batch and the trained weights' ranges stated; `extra` overrides them
-// (a precondition's box, the user's --assume).
+// (a precondition's box, the user's --assume). `precision`: the numerics the scan rounds to (grist fix --precision).
 ScanOptions stated_scan_options(const Graph& g, const Manifest* manifest, int64_t batch,
-                                const std::map<std::string, Interval>& extra = {});
+                                const std::map<std::string, Interval>& extra = {},
+                                Precision precision = Precision::Fp32);
 
 }  // namespace grist

@@ -154,6 +154,26 @@ const std::vector<RepairEntry> kCatalogue = {
      "tf.nn.log_softmax(tf.clip_by_value(x, -c, c), axis)",
      "c = 1e38, so that the spread 2c stays below FLT_MAX (then 1e18 and 1e6 where a sum of the results overflows)",
      {1e38, 1e18, 1e6}},
+    {RepairKind::KeepFloat32,
+     "keep-in-float32",
+     "compute the op in float32 in a half-precision run (autocast's custom_fwd, .float())",
+     "Cast(x, to=FLOAT) → op … (the ops after it until the value is back in the format's range) → "
+     "Cast(to=FLOAT), the op and the first Cast listed in the model's metadata_props grist.keep_float32 (onnxconverter-common's "
+     "node_block_list); in float32 the Casts are identities",
+     "with torch.autocast(device_type, enabled=False): y = f(x.float()); then y.half() (or "
+     "@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32) on the module's forward)",
+     "y = tf.cast(f(tf.cast(x, tf.float32)), x.dtype) (a Keras layer: dtype='float32' under mixed_float16)",
+     "",
+     {1, 2, 3, 4}},
+    {RepairKind::HalfEpsilon,
+     "half-epsilon",
+     "v + ε → v + 1e-5 where float16 flushes ε (1e-8 rounds to 0, 1e-7 to a subnormal)",
+     "Add(v, ε) → Add(v, 1e-5)",
+     "eps=1e-5 (torch.nn.LayerNorm's and BatchNorm's default) instead of 1e-8",
+     "epsilon=1e-5 instead of 1e-8 (tf.keras.layers.LayerNormalization's default is 1e-3)",
+     "ε = 1e-5, PyTorch's norm eps: float16's smallest normal is 6.1e-5 and its smallest subnormal 6e-8, so 1e-8 "
+     "rounds to 0; then 1e-3, Keras' BatchNormalization epsilon",
+     {1e-5, 1e-3}},
     {RepairKind::LossWeights,
      "loss-weights",
      "a mean loss over zero total weight: no graph repair",
@@ -175,6 +195,52 @@ const std::vector<RepairEntry> kCatalogue = {
 };
 
 }  // namespace
+
+std::vector<double> repair_values(RepairKind kind, DType format) {
+  if (format == DType::Float16) {
+    switch (kind) {
+      case RepairKind::NormGuard:
+      case RepairKind::DivisorGuard:
+      case RepairKind::PowBaseGuard:
+      case RepairKind::HalfEpsilon:
+        return {1e-5, 1e-3};
+      case RepairKind::LogClamp:
+      case RepairKind::SqrtClamp:
+        return {1e-5, 1e-4};
+      case RepairKind::ExpClamp:
+        return {11, 10, 8, 6};
+      case RepairKind::LogitsClamp:
+        return {3e4, 1e4, 1e3};
+      default:
+        break;
+    }
+  }
+  return repair_entry(kind).values;
+}
+
+std::string_view repair_values_note(RepairKind kind, DType format) {
+  if (format == DType::BFloat16) {
+    if (kind == RepairKind::HalfEpsilon) return "bfloat16 has float32's exponent range: it flushes no ε above 1.2e-38";
+    return "";
+  }
+  if (format != DType::Float16) return "";
+  switch (kind) {
+    case RepairKind::NormGuard:
+    case RepairKind::DivisorGuard:
+    case RepairKind::PowBaseGuard:
+      return "float16: ε = 1e-5 (PyTorch's norm eps), then 1e-3: float32's 1e-12 and 1e-7 flush to 0 or to a "
+             "subnormal in float16 (smallest normal 6.1e-5), and a / 1e-7 passes 65504 once |a| > 0.0066";
+    case RepairKind::LogClamp:
+    case RepairKind::SqrtClamp:
+      return "float16: tiny = 1e-5, then 1e-4: 1e-37 rounds to 0 in float16";
+    case RepairKind::ExpClamp:
+      return "float16: limit 11 below ln 65504 ≈ 11.09, then 10, 8, 6 where a sum of the results would overflow";
+    case RepairKind::LogitsClamp:
+      return "float16: c = 3e4, so that the spread 2c stays below 65504 (then 1e4, 1e3)";
+    default:
+      return "";
+  }
+}
 
 std::span<const RepairEntry> repair_catalogue() { return kCatalogue; }
 

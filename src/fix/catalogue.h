@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace grist {
 
 enum class RepairKind {
@@ -29,6 +31,8 @@ enum class RepairKind {
   PowBaseGuard,         // pow(x, e) → pow(x kept away from 0 (and from negatives for a fractional e), e)
   PowBaseBound,         // pow(x, e) → pow(clip(x, −c, c), e) for a power that overflows
   LogitsClamp,          // LogSoftmax(x) → LogSoftmax(clip(x, −c, c)) when the spread leaves the float range
+  KeepFloat32,          // half precision: the op (and the ops after it until the value is back in range) in float32
+  HalfEpsilon,          // half precision: v + ε with an ε the format flushes → v + 1e-5
   LossWeights,          // a mean loss over zero total weight: no graph repair, the data must change
   RangeDelta,           // Range with a zero step: no graph repair
 };
@@ -44,6 +48,11 @@ struct RepairEntry {
   std::vector<double> values;   // the constant's candidates, preferred (closest to the original) first
   bool graph_repair = true;     // false: advice only (no rewrite keeps the model's meaning)
 };
+
+// The constant's candidates in a 16-bit format (Float16, BFloat16; Undefined: float32's, `values`), preferred
+// first, and why they differ from float32's (empty when they do not).
+std::vector<double> repair_values(RepairKind kind, DType format);
+std::string_view repair_values_note(RepairKind kind, DType format);
 
 // Every entry, in RepairKind order.
 std::span<const RepairEntry> repair_catalogue();

@@ -41,11 +41,17 @@ std::string chain_text(const Graph& g, int32_t node, const std::string& loss) {
   return fmt::format("{}", fmt::join(names, " -> "));
 }
 
-// The constants a repair may take, preferred first.
-std::vector<double> constants_for(const RepairMatch& m) {
+// The constants a repair may take in `format`, preferred first; KeepFloat32's: the region's sizes, smallest first.
+std::vector<double> constants_for(const Graph& g, const RepairMatch& m, DType format) {
   if (!takes_constant(m.kind)) return {0};
-  const auto& values = repair_entry(m.kind).values;
-  if (values.empty()) return {default_constant(m)};
+  if (m.kind == RepairKind::KeepFloat32) {
+    std::vector<double> sizes;
+    const auto longest = keep_float32_region(g, m, 4).size();
+    for (size_t k = 1; k <= longest; ++k) sizes.push_back(static_cast<double>(k));
+    return sizes;
+  }
+  const auto values = repair_values(m.kind, format);
+  if (values.empty()) return {default_constant(m, format)};
   return values;
 }
 
@@ -83,10 +89,11 @@ bool structurally_nonnegative(const Graph& g, ValueId v, const Manifest* m) {
 Status repair_one(HazardFix& h, Graph& cur, ScanBaseline& base, const ScanOptions& so,
                   const std::set<std::string>& pending, std::vector<Graph>& history) {
   const Manifest* manifest = so.manifest;
+  const DType format = precision_format(so.precision);
   const int32_t idx = node_index(cur, h.site.node_name);
   int operand = h.site.operand;
   Failure failure = h.site.failure;
-  auto candidates = repair_candidates(cur, idx, failure, operand);
+  auto candidates = repair_candidates(cur, idx, failure, operand, format);
   if (candidates.empty()) {
     h.scan.state = CheckState::Failed;
     h.scan.detail = fmt::format("no graph repair: {}", fix_hint_for(cur, idx, failure, operand));
@@ -98,7 +105,7 @@ Status repair_one(HazardFix& h, Graph& cur, ScanBaseline& base, const ScanOption
   for (RepairMatch& m : candidates) {
     if (m.kind == RepairKind::DivisorGuard || m.kind == RepairKind::PowBaseGuard)
       m.operand_nonnegative = structurally_nonnegative(cur, m.source, manifest);
-    for (double c : constants_for(m)) {
+    for (double c : constants_for(cur, m, format)) {
       Graph edited = cur;
       auto applied = apply_repair(edited, m, c);
       if (!applied) {
@@ -125,8 +132,11 @@ Status repair_one(HazardFix& h, Graph& cur, ScanBaseline& base, const ScanOption
       h.match = m;
       h.applied = std::move(applied).value();
       h.scan = ev->result;
-      auto local = prove_locally(trial, ev->after.analysis, h.applied.prefix);
-      if (local) h.local = std::move(local).value();
+      // The Casts around a region kept in float32 are no expression of their own to prove.
+      if (m.kind != RepairKind::KeepFloat32) {
+        auto local = prove_locally(trial, ev->after.analysis, h.applied.prefix, so.precision);
+        if (local) h.local = std::move(local).value();
+      }
       cur = std::move(trial);
       base = std::move(ev->after);
       history.push_back(cur);
@@ -176,9 +186,10 @@ class FixRun {
  public:
   FixRun(const Graph& g, const FixOptions& o)
       : g_(g), o_(o), scan_manifest_(o.has_manifest ? &o.manifest : nullptr),
-        so_(stated_scan_options(g, scan_manifest_, o.batch, o.assumed)) {}
+        so_(stated_scan_options(g, scan_manifest_, o.batch, o.assumed, o.manifest.precision)) {}
 
   Result<FixResult> run() {
+    r_.precision = o_.manifest.precision;
     GRIST_TRY(select());
     GRIST_TRY(repair_all());
     r_.repair_seconds = since(start_);
@@ -231,6 +242,7 @@ class FixRun {
     program_options.assumed = o_.assumed;
     program_options.initial_weights = false;
     program_options.step_bounds = false;
+    program_options.precision = o_.manifest.precision;
     auto program = scan(g_, program_options);
     if (!program) return program.error();
     r_.program_scan = std::move(program).value();
@@ -295,10 +307,27 @@ class FixRun {
           pending_.erase(h.site.node_name);
           continue;
         }
+        // Under a 16-bit precision a repair upstream (a larger ε, a region kept in float32) often makes the
+        // hazards after it safe, or removes a format's site altogether (a value no longer in the format): those
+        // are fixed by it, not wrapped again.
+        if (precision_format(so_.precision) != DType::Undefined && last_repaired_ > 0 && !h.repaired_with) {
+          const HazardVerdict* now = nullptr;
+          for (const auto& v : cur_base.report.verdicts)
+            if (v.site.node_name == h.site.node_name && v.site.failure == h.site.failure) now = &v;
+          if (!now || now->verdict == Verdict::ProvedSafe) {
+            h.repaired_with = last_repaired_;
+            h.made_safe = true;
+            h.reason += fmt::format("; {} once #{} was repaired", now ? "proved safe" : "no longer a hazard",
+                                    last_repaired_);
+            pending_.erase(h.site.node_name);
+            continue;
+          }
+        }
         GRIST_TRY(repair_one(h, cur_, cur_base, so_, pending_, history_));
         if (h.repaired) {
           pending_.erase(h.site.node_name);
           history_of_[i] = history_.size() - 1;
+          last_repaired_ = h.site.id;
         }
       }
       if (!o_.hazard.empty()) break;
@@ -394,6 +423,8 @@ class FixRun {
       w.rng_state = out.witness.rng_state;
       w.loss = o_.manifest.loss;
       w.ftz = o_.manifest.ftz;
+      w.precision = o_.manifest.precision;
+      if (out.witness.scaler) w.loss_scale = out.witness.scaler->scale;
       auto on_original =
           out.pass == TriggerPass::OptimizerStep ? Result<NonFiniteEvent>(NonFiniteEvent{}) : run_witness(g_, w);
       if (on_original && on_original->found) {
@@ -480,6 +511,16 @@ class FixRun {
       if (!whole) return make_error("the data check: {}", whole.message());
       r_.data = std::move(whole).value();
       r_.data.result.detail += at;
+      // A half-precision repair must leave the float32 model as it was: compared in float32 too.
+      if (o_.manifest.precision != Precision::Fp32) {
+        DataCheckOptions in_fp32 = dc;
+        in_fp32.precision = Precision::Fp32;
+        auto fp32 = compare_on_data(g_, r_.fixed, in_fp32);
+        if (!fp32) return make_error("the data check in float32: {}", fp32.message());
+        r_.data.result.detail = fmt::format("in {}: {}; in fp32: {}", precision_name(o_.manifest.precision),
+                                            r_.data.result.detail, fp32->result.detail);
+        if (fp32->result.state == CheckState::Failed) r_.data.result.state = CheckState::Failed;
+      }
     }
     int repairs = 0;
     for (const HazardFix& h : r_.hazards) repairs += h.repaired;
@@ -533,6 +574,7 @@ class FixRun {
     po.batch = o_.batch;
     po.assumed = o_.assumed;
     po.max_probes = o_.precondition_probes;
+    po.precision = o_.manifest.precision;
     const double budget = o_.precondition_seconds >= 0 ? o_.precondition_seconds
                                                        : std::clamp(o_.target_seconds - since(start_), 0.5, 5.0);
     po.seconds_budget = budget / std::max<double>(1, static_cast<double>(r_.hazards.size()));
@@ -559,6 +601,7 @@ class FixRun {
   Graph cur_;                         // the model repaired so far
   std::vector<Graph> history_;        // the original, then the model after each accepted repair
   std::vector<size_t> history_of_;    // per hazard: its repair's index into history_ (0: none)
+  int last_repaired_ = 0;             // the id of the hazard repaired last
 };
 
 }  // namespace

@@ -53,6 +53,7 @@ struct HazardFix {
   bool repaired = false;
   int repaired_with = 0;  // another hazard's repair removed this node: that hazard's id
   bool repairer_fixed = false;  // with repaired_with: whether that hazard's repair passed its checks
+  bool made_safe = false;       // with repaired_with: its node stays, proved safe (or no longer a site) after it
   RepairMatch match;
   AppliedRepair applied;
   std::vector<RepairAttempt> attempts;
@@ -64,6 +65,7 @@ struct HazardFix {
 };
 
 struct FixResult {
+  Precision precision = Precision::Fp32;  // the numerics every check ran in (the manifest's, --precision)
   std::vector<HazardFix> hazards;
   bool changed = false;     // some repair was applied
   std::string fixed_bytes;  // the repaired model as ONNX (checked)

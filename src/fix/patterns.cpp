@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/format.h>
+
 namespace grist {
 
 namespace {
@@ -390,9 +392,71 @@ std::optional<double> constant_exponent(const Graph& g, const Node& pow) {
   return pow.has_input(1) ? scalar_constant(g, pow.inputs[1]) : std::nullopt;
 }
 
+// A float value, read by one node only (so moving its producer into float32 changes no other reader).
+bool sole_float_reader(const Graph& g, ValueId v) {
+  return v != kNoValue && is_float_type(g.value(v).dtype) && g.value(v).consumers.size() == 1 &&
+         std::find(g.outputs.begin(), g.outputs.end(), v) == g.outputs.end();
+}
+
+bool overflows(Failure f) {
+  return f == Failure::HalfOverflow || f == Failure::ExpOverflow || f == Failure::PowOverflow;
+}
+
+RepairMatch keep_float32(const Graph& g, int32_t node, Failure failure, int operand) {
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  RepairMatch m = base_match(RepairKind::KeepFloat32, n.op_type + " in float32", node,
+                             n.inputs[static_cast<size_t>(operand)], n.outputs[0]);
+  m.keep_upstream = !overflows(failure);
+  return m;
+}
+
+// v + ε with a constant ε the format flushes or leaves subnormal (below 1e-5): the operand of a divisor, log or sqrt.
+std::optional<RepairMatch> half_epsilon(const Graph& g, int32_t node, ValueId operand, DType format) {
+  if (format != DType::Float16) return std::nullopt;
+  const Upstream up = walk_up(g, operand, {"Identity"});
+  const int32_t a = producer_index(g, up.value);
+  if (a < 0 || g.nodes[static_cast<size_t>(a)].op_type != "Add") return std::nullopt;
+  const Node& add = g.nodes[static_cast<size_t>(a)];
+  for (int k = 0; k < 2 && add.has_input(1); ++k) {
+    auto c = scalar_constant(g, add.inputs[static_cast<size_t>(k)]);
+    if (!c || !(*c > 0 && *c < 1e-5)) continue;
+    RepairMatch m = base_match(RepairKind::HalfEpsilon, fmt::format("v + {:g}", *c), node,
+                               add.inputs[static_cast<size_t>(1 - k)], add.outputs[0]);
+    m.matched.push_back(a);
+    append(m.matched, up.passed);
+    return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure failure, int operand) {
+std::vector<int32_t> keep_float32_region(const Graph& g, const RepairMatch& m, int size) {
+  std::vector<int32_t> region{m.hazard_node};
+  while (static_cast<int>(region.size()) < size) {
+    if (m.keep_upstream) {
+      const Node& first = g.nodes[static_cast<size_t>(region.front())];
+      // The first input computed by the model (not a constant) on the operand's side.
+      ValueId in = region.size() == 1 ? m.source : kNoValue;
+      for (size_t i = 0; in == kNoValue && i < first.inputs.size(); ++i)
+        if (first.inputs[i] != kNoValue && !constant_tensor(g, first.inputs[i])) in = first.inputs[i];
+      const int32_t p = producer_index(g, in);
+      if (p < 0 || !sole_float_reader(g, in) || g.nodes[static_cast<size_t>(p)].outputs.size() != 1) break;
+      region.insert(region.begin(), p);
+    } else {
+      const Node& last = g.nodes[static_cast<size_t>(region.back())];
+      const ValueId out = last.outputs.empty() ? kNoValue : last.outputs[0];
+      if (!sole_float_reader(g, out)) break;
+      const int32_t c = g.value(out).consumers[0];
+      if (g.nodes[static_cast<size_t>(c)].outputs.empty()) break;
+      region.push_back(c);
+    }
+  }
+  return region;
+}
+
+std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure failure, int operand,
+                                           DType format) {
   std::vector<RepairMatch> out;
   if (node < 0 || node >= static_cast<int32_t>(g.nodes.size())) return out;
   const Node& n = g.nodes[static_cast<size_t>(node)];
@@ -416,6 +480,7 @@ std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure
     case Failure::ExpOverflow:
       if (n.op_type != "Exp") break;
       out = forms_around_exp(g, node);
+      if (format != DType::Undefined) out.push_back(keep_float32(g, node, failure, operand));
       out.push_back(base_match(RepairKind::ExpClamp, "exp(x)", node, v, y));
       break;
     case Failure::DivisionByZero: {
@@ -453,11 +518,30 @@ std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure
       out.push_back(std::move(m));
       break;
     }
+    case Failure::HalfOverflow: {
+      // A sum of exps overflowing is the softmax's or logsumexp's: their stable forms first.
+      const int32_t e = n.op_type == "Exp" ? node : producer_index(g, walk_up(g, v, {"Identity"}).value);
+      if (e >= 0 && g.nodes[static_cast<size_t>(e)].op_type == "Exp")
+        for (RepairMatch& m : forms_around_exp(g, e)) out.push_back(std::move(m));
+      out.push_back(keep_float32(g, node, failure, operand));
+      break;
+    }
+    case Failure::HalfUnderflow:
+      out.push_back(keep_float32(g, node, failure, operand));
+      if (auto m = half_epsilon(g, node, v, format)) out.push_back(std::move(*m));
+      break;
     case Failure::LossZeroDenominator:
     case Failure::RangeZeroDelta:
-    case Failure::HalfOverflow:   // analysis/half_hazards gives their hints
-    case Failure::HalfUnderflow:
       break;
+  }
+  // Under a 16-bit format, the divisor, log and sqrt operands the format flushes: float32 there, or a larger ε.
+  const bool underflow = failure == Failure::DivisionByZero || failure == Failure::LogOfNonPositive ||
+                         failure == Failure::SqrtOfNegative;
+  if (format != DType::Undefined && underflow && !out.empty()) {
+    // Before the guard on the op's own operand (the last candidate), after the stable forms.
+    std::vector<RepairMatch> half{keep_float32(g, node, failure, operand)};
+    if (auto m = half_epsilon(g, node, v, format)) half.push_back(std::move(*m));
+    out.insert(out.end() - 1, half.begin(), half.end());
   }
   return out;
 }

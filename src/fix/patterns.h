@@ -35,11 +35,20 @@ struct RepairMatch {
   // Set by the caller from the scan: the guarded operand is never negative, so a one-sided guard suffices
   // (a / max(d, ε) rather than the sign-preserving form).
   bool operand_nonnegative = false;
+  // KeepFloat32: the region grows from the hazard node upstream along its operand (an operand the format flushes:
+  // its producers must compute in float32) or downstream (a result past the format's max: until it is back).
+  bool keep_upstream = false;
 };
+
+// KeepFloat32: the nodes of the region of at most `size` nodes (in execution order): the hazard node and the chain
+// of single-consumer ops before it (upstream) or after it (downstream). Shorter where the chain ends.
+std::vector<int32_t> keep_float32_region(const Graph& g, const RepairMatch& m, int size);
 
 // The repairs that fit the hazard at `node` (failure `failure` on input `operand`), the most specific (a stable
 // form) first and a guard on the op's own operand last; empty for failures no graph repair fixes.
-std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure failure, int operand);
+// `format`: the 16-bit format the run simulates (Undefined: float32), which adds the half-precision repairs.
+std::vector<RepairMatch> repair_candidates(const Graph& g, int32_t node, Failure failure, int operand,
+                                           DType format = DType::Undefined);
 
 // The hint of the first candidate, or the catalogue's advice where no graph repair fits.
 std::string fix_hint_for(const Graph& g, int32_t node, Failure failure, int operand);

@@ -61,7 +61,7 @@ class Prover {
     ++probes_;
     Boxes all = o_.assumed;
     for (const auto& [name, b] : boxes) all[name] = b;
-    auto r = scan(g_, stated_scan_options(g_, o_.manifest, o_.batch, all));
+    auto r = scan(g_, stated_scan_options(g_, o_.manifest, o_.batch, all, o_.precision));
     if (!r) return r.error();
     for (const HazardVerdict& v : r->verdicts)
       if (v.site.node_name == node_ && v.site.failure == failure_) return v.verdict == Verdict::ProvedSafe;
@@ -248,7 +248,7 @@ Result<Precondition> grow(BoxScope scope, const std::vector<Variable>& vars, con
 Result<PreconditionSet> find_preconditions(const Graph& g, const std::string& node_name, Failure failure,
                                            const PreconditionOptions& o) {
   // The ranges the scan assumes without a precondition: what every box is measured against.
-  auto base = scan(g, stated_scan_options(g, o.manifest, o.batch, o.assumed));
+  auto base = scan(g, stated_scan_options(g, o.manifest, o.batch, o.assumed, o.precision));
   if (!base) return base.error();
   std::map<std::string, Interval> assumed;
   for (const RangeAssumption& a : base->assumptions) assumed[a.name] = a.range;

@@ -60,6 +60,7 @@ struct PreconditionOptions {
   double tolerance = 1e-2;                  // of each bound's search, relative to the distance it moved
   int max_probes = 400;                     // scans per scope at most
   double seconds_budget = 1;                // for the three scopes together
+  Precision precision = Precision::Fp32;    // the numerics the scan proves in
 };
 
 // The three preconditions for the hazard at node `node_name` (its failure `failure`).

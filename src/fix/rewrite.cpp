@@ -1,11 +1,14 @@
 #include "fix/rewrite.h"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <set>
 #include <unordered_set>
 
 #include <fmt/format.h>
+
+#include "ops/hazard.h"
 
 namespace grist {
 
@@ -205,6 +208,70 @@ ValueId guarded_magnitude(GraphEditor& e, ValueId d, double eps, DType dt, bool 
 
 bool whole(double v) { return std::isfinite(v) && v == std::floor(v); }
 
+// The region's nodes computed in float32 whatever the run's precision, its float inputs from the rest of the model
+// entering through Cast(to=FLOAT) and its result leaving through one (not kept: its output is rounded to the
+// format again, the `.half()` after the float32 computation). In float32 both Casts are identities.
+Result<AppliedRepair> keep_in_float32(Graph& g, GraphEditor& e, const RepairMatch& m, int size, AppliedRepair out) {
+  const std::vector<int32_t> region = keep_float32_region(g, m, size);
+  GRIST_CHECK(static_cast<int>(region.size()) == size, "the chain of single-reader ops ends after {} node{}",
+              region.size(), region.size() == 1 ? "" : "s");
+  std::vector<std::string> names;
+  for (int32_t n : region) names.push_back(g.nodes[static_cast<size_t>(n)].name);
+  const std::set<int32_t> inside(region.begin(), region.end());
+  const auto to_float = [] {
+    Attribute a;
+    a.type = Attribute::Type::Int;
+    a.i = static_cast<int64_t>(DType::Float32);
+    return std::vector<std::pair<std::string, Attribute>>{{"to", a}};
+  };
+  std::vector<std::pair<std::string, ValueId>> entries;  // (node name, input replaced) to rewire
+  for (int32_t n : region) {
+    const Node& node = g.nodes[static_cast<size_t>(n)];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const ValueId in = node.inputs[i];
+      if (in == kNoValue || !is_float(g.value(in).dtype)) continue;
+      const Value& v = g.value(in);
+      const bool constant = v.kind == ValueKind::Initializer ||
+                            (v.producer >= 0 && g.nodes[static_cast<size_t>(v.producer)].op_type == "Constant");
+      if (constant || (v.producer >= 0 && inside.count(v.producer))) continue;
+      entries.emplace_back(node.name, in);
+    }
+  }
+  for (const auto& [name, in] : entries) {
+    const ValueId cast = e.add("Cast", {in}, DType::Float32, to_float());
+    g.nodes.back().keep_float32 = true;
+    for (Node& node : g.nodes)
+      if (node.name == name)
+        for (ValueId& x : node.inputs)
+          if (x == in) x = cast;
+  }
+  // The exit: the last node writes a new value, which the Cast reads and hands on under the old name.
+  const ValueId result = g.nodes[static_cast<size_t>(region.back())].outputs[0];
+  const ValueId exit = e.add("Cast", {result}, DType::Float32, to_float());
+  e.take_over(result, exit);
+  Node& cast = g.nodes[static_cast<size_t>(g.value(result).producer)];
+  for (Node& node : g.nodes)
+    if (node.name == names.back()) cast.inputs[0] = node.outputs[0];
+  for (Node& node : g.nodes)
+    if (std::find(names.begin(), names.end(), node.name) != names.end()) node.keep_float32 = true;
+  // A Constant only the region reads is float32 as well (its ε; initializers: read_only_in_float32).
+  g.link();
+  for (Node& node : g.nodes) {
+    if (node.op_type != "Constant" || node.outputs.empty() || node.outputs[0] == kNoValue) continue;
+    const auto& readers = g.value(node.outputs[0]).consumers;
+    if (!readers.empty() && std::all_of(readers.begin(), readers.end(), [&](int32_t c) {
+          return g.nodes[static_cast<size_t>(c)].keep_float32;
+        })) {
+      node.keep_float32 = true;
+      names.push_back(node.name);
+    }
+  }
+  out.kept_float32 = names;
+  out.added_nodes = e.added();
+  GRIST_TRY(e.finish(out.removed_nodes));
+  return out;
+}
+
 }  // namespace
 
 bool takes_constant(RepairKind kind) {
@@ -217,17 +284,19 @@ bool takes_constant(RepairKind kind) {
     case RepairKind::LogClamp:
     case RepairKind::SqrtClamp:
     case RepairKind::PowBaseBound:
+    case RepairKind::KeepFloat32:  // its constant: the region's size in nodes
+    case RepairKind::HalfEpsilon:
       return true;
     default:
       return false;
   }
 }
 
-double default_constant(const RepairMatch& m) {
-  if (m.kind == RepairKind::LogClamp || m.kind == RepairKind::SqrtClamp) return clamp_tiny();
+double default_constant(const RepairMatch& m, DType format) {
+  const auto values = repair_values(m.kind, format);
+  if ((m.kind == RepairKind::LogClamp || m.kind == RepairKind::SqrtClamp) && values.empty()) return clamp_tiny();
   if (m.kind == RepairKind::PowBaseBound && m.exponent && *m.exponent > 1)
-    return std::pow(static_cast<double>(FLT_MAX) / 2, 1.0 / *m.exponent);
-  const auto& values = repair_entry(m.kind).values;
+    return std::pow(format_limits(format).max / 2, 1.0 / *m.exponent);
   return values.empty() ? 0 : values.front();
 }
 
@@ -329,6 +398,11 @@ Result<AppliedRepair> apply_repair(Graph& g, const RepairMatch& m, double c) {
       y = e.add("LogSoftmax", {clipped}, dt, {{"axis", int_attr(m.axis)}});
       break;
     }
+    case RepairKind::HalfEpsilon:
+      y = e.add("Add", {x, e.constant(c, dt)}, dt);
+      break;
+    case RepairKind::KeepFloat32:
+      return keep_in_float32(g, e, m, static_cast<int>(c), out);
     case RepairKind::LossWeights:
     case RepairKind::RangeDelta:
       return make_error("{} has no graph repair", repair_entry(m.kind).id);

@@ -17,14 +17,16 @@ struct AppliedRepair {
   std::vector<std::string> added_nodes;
   std::vector<std::string> removed_nodes;  // the nodes of the old expression nothing reads any more
   double constant = 0;                     // the ε or limit used (0 where the form needs none)
+  std::vector<std::string> kept_float32;   // KeepFloat32: the model's nodes now computed in float32
 };
 
 // Rewrites `g` in place (its node order and ids change; `m` must have been matched on it). `constant` is the
 // catalogue constant to use (ignored by forms that need none).
 Result<AppliedRepair> apply_repair(Graph& g, const RepairMatch& m, double constant);
 
-// The constant a repair uses when none is chosen: the catalogue's first candidate (tiny for the clamps).
-double default_constant(const RepairMatch& m);
+// The constant a repair uses when none is chosen: the catalogue's first candidate (tiny for the clamps) in
+// `format` (Undefined: float32).
+double default_constant(const RepairMatch& m, DType format = DType::Undefined);
 
 // Whether a repair of this kind takes a constant the verification may choose among candidates.
 bool takes_constant(RepairKind kind);

@@ -14,6 +14,8 @@
 #include "analysis/trained_weights.h"
 #include "fix/assumptions.h"
 #include "fix/float64.h"
+#include "analysis/half_hazards.h"
+#include "engine/grad_scaler.h"
 
 namespace grist {
 
@@ -35,8 +37,12 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-IntervalOptions interval_options(const ScanOptions& o) {
+// As the scan's own: under a 16-bit precision the intervals are rounded to the format where the run rounds.
+IntervalOptions interval_options(const Graph& g, const ScanOptions& o) {
   IntervalOptions io;
+  io.format = precision_format(o.precision);
+  if (io.format != DType::Undefined) io.in_format = values_in_format(g, o.precision);
+  io.autocast = is_autocast(o.precision);
   io.manifest = o.manifest;
   io.batch = o.batch;
   io.given = o.given;
@@ -147,7 +153,7 @@ Result<ScanBaseline> scan_baseline(const Graph& g, const ScanOptions& o) {
   auto r = scan(g, o);
   if (!r) return r.error();
   b.report = std::move(r).value();
-  auto a = analyze_intervals(g, interval_options(o));
+  auto a = analyze_intervals(g, interval_options(g, o));
   if (!a) return a.error();
   b.analysis = std::move(a).value();
   return b;
@@ -186,7 +192,8 @@ Result<ScanEvidence> check_scan(const Graph& before, const ScanBaseline& base, c
     // other term overflowing, which the original's unbounded values used to hide).
     if (!probe && !probe_failed) {
       auto zeroed = zero_repair_outputs(after, prefix);
-      auto a = zeroed ? analyze_intervals(*zeroed, interval_options(o)) : Result<IntervalAnalysis>(zeroed.error());
+      auto a = zeroed ? analyze_intervals(*zeroed, interval_options(*zeroed, o))
+                      : Result<IntervalAnalysis>(zeroed.error());
       if (a) {
         // The probe graph adds values after the original ones: ids of `after` mean the same there.
         probe.emplace(std::move(a).value());
@@ -225,7 +232,8 @@ Result<ScanEvidence> check_scan(const Graph& before, const ScanBaseline& base, c
   return e;
 }
 
-Result<LocalProof> prove_locally(const Graph& after, const IntervalAnalysis& analysis, const std::string& prefix) {
+Result<LocalProof> prove_locally(const Graph& after, const IntervalAnalysis& analysis, const std::string& prefix,
+                                 Precision precision) {
   LocalProof p;
   Graph sub;
   sub.opsets = after.opsets;
@@ -277,6 +285,7 @@ Result<LocalProof> prove_locally(const Graph& after, const IntervalAnalysis& ana
 
   auto proved_with = [&](double r) -> Result<bool> {
     ScanOptions o;
+    o.precision = precision;
     for (ValueId id : externals) {
       IntervalTensor t = analysis.values[static_cast<size_t>(id)];
       if (!t.exact && is_float(t.dtype)) {
@@ -363,6 +372,8 @@ class Runner {
     eo.dropout_training = false;
     eo.flush_denormals = m.ftz && !float64;
     eo.seed = o.seed;
+    // float64 is the exact reference: no format to round to.
+    eo.precision = float64 ? Precision::Fp32 : o.precision.value_or(m.precision);
     auto ex = Executor::create(g, eo);
     if (!ex) return ex.error();
     r.ex_.emplace(std::move(ex).value());
@@ -537,6 +548,8 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
   }
   const std::string where =
       fmt::format("{} tensors on {} batch{} of {}", r.tensors.size(), r.batches, r.batches == 1 ? "" : "es", o.batch);
+  const DType format = precision_format(o.precision.value_or(o.manifest->precision));
+  const std::string format_name(format == DType::Undefined ? "float32" : dtype_name(format));
   if (r.batches == 0) {
     r.result.state = broken > 0 ? CheckState::Failed : CheckState::NotApplicable;
     r.result.detail = fmt::format(
@@ -570,8 +583,8 @@ Result<DataComparison> compare_on_data(const Graph& a, const Graph& b, const Dat
                                    float64_ran ? fmt::format(" in float64 too ({:.3g})", failing->float64_relative) : "");
   } else {
     if (rounding)
-      r.result.detail +=
-          fmt::format("; float32 rounding: in float64 the two models agree to {:.2g}", rounding->float64_relative);
+      r.result.detail += fmt::format("; {} rounding: in float64 the two models agree to {:.2g}", format_name,
+                                     rounding->float64_relative);
     if (noise)
       r.result.detail += fmt::format(
           "; {} is 0 in exact arithmetic: in float64 both models' values are below 1e-12 of the largest value "
@@ -600,6 +613,7 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
   eo.flush_denormals = m.ftz;
   eo.seed = seed;
   eo.dropout_training = m.train.dropout;
+  eo.precision = m.precision;
   auto ex = Executor::create(g, eo);
   if (!ex) return ex.error();
   const ValueId loss = g.find_value(m.loss);
@@ -607,6 +621,11 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
   std::vector<ValueId> params;
   for (const auto& name : trained_weight_names(g, &m)) params.push_back(g.find_value(name));
   Optimizer opt(m.train.optimizer, params);
+  // amp-* trains as the hunt does: GradScaler scales the loss, skips a step whose gradients hold an inf/NaN (its
+  // normal behaviour, counted) and fails only once its scale collapses with the gradients still not finite.
+  std::optional<GradScaler> scaler;
+  if (is_autocast(m.precision)) scaler.emplace();
+  Tensor scaled_seed;
   Batch b;
   // The time cap counts from the first step and never stops before it: no step run is no check.
   const auto start = std::chrono::steady_clock::now();
@@ -621,12 +640,28 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
       r.failure = fmt::format("step {}, forward: {}", step, ex->forward_event().describe());
       break;
     }
-    GRIST_TRY(ex->backward(loss, params));
-    if (ex->backward_event().found) {
-      r.failure = fmt::format("step {}, backward: {}", step, ex->backward_event().describe());
-      break;
+    if (scaler) {
+      scaler->fill_seed(ex->value(loss), scaled_seed);
+      const Tensor* seeds[] = {&scaled_seed};
+      GRIST_TRY(ex->backward(std::span(&loss, 1), std::span(seeds), params));
+      auto stepped = scaler->step(opt, *ex);
+      if (!stepped) return stepped.error();
+      scaler->update();
+      if (!*stepped && scaler->collapsed() && ex->backward_event().found) {
+        r.failure = fmt::format("step {}, backward: {} (the loss scale collapsed to {:g})", step,
+                                ex->backward_event().describe(), scaler->scale());
+        break;
+      }
+      r.skipped_steps = scaler->skipped_steps();
+      r.loss_scale = scaler->scale();
+    } else {
+      GRIST_TRY(ex->backward(loss, params));
+      if (ex->backward_event().found) {
+        r.failure = fmt::format("step {}, backward: {}", step, ex->backward_event().describe());
+        break;
+      }
+      GRIST_TRY(opt.step(*ex));
     }
-    GRIST_TRY(opt.step(*ex));
     for (ValueId id : params)
       if (!all_finite(ex->value(id)))
         r.failure = fmt::format("step {}: the optimizer made '{}' non-finite", step, g.value(id).name);
@@ -645,6 +680,13 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
                                      m.train.optimizer.kind == OptimizerKind::SGD ? "SGD" : "its optimizer", batch)
                        : r.failure;
   if (ok && r.steps < steps) r.result.detail += fmt::format(" (of {} asked: the time cap was reached)", steps);
+  if (scaler)
+    r.result.detail += fmt::format("; {}: GradScaler skipped {} step{} (inf/NaN gradients, its normal behaviour), "
+                                   "loss scale {:g}",
+                                   precision_name(m.precision), r.skipped_steps, r.skipped_steps == 1 ? "" : "s",
+                                   r.loss_scale);
+  else if (m.precision != Precision::Fp32)
+    r.result.detail += fmt::format(" in {}", precision_name(m.precision));
   return r;
 }
 

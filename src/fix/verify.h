@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,7 +62,8 @@ struct LocalProof {
   std::vector<std::string> operands;  // the values the expression reads from the rest of the model
   std::string text;
 };
-Result<LocalProof> prove_locally(const Graph& after, const IntervalAnalysis& analysis, const std::string& prefix);
+Result<LocalProof> prove_locally(const Graph& after, const IntervalAnalysis& analysis, const std::string& prefix,
+                                 Precision precision = Precision::Fp32);
 
 // (c) the two models on the same batches of the manifest's data (dropout off), compared element-wise where the
 // original is finite: every graph output, and the gradients of the loss (of the first output's sum when there is
@@ -78,6 +80,7 @@ struct DataCheckOptions {
   double tolerance = 1e-5;
   double seconds_cap = 1;   // no further batch once this much time has gone (at least one batch is compared)
   std::map<std::string, Tensor> weights;  // weights to load into both (trained ones), empty: the initial ones
+  std::optional<Precision> precision;     // the numerics both run in; empty: the manifest's
 };
 struct TensorDifference {
   std::string name;  // "output y", "loss cost", "d cost / d W"
@@ -104,12 +107,15 @@ struct DataComparison {
 Result<DataComparison> compare_on_data(const Graph& original, const Graph& fixed, const DataCheckOptions& o);
 
 // (d) `steps` steps of the manifest's training (its optimizer, data, dropout) on `g` from its initial weights,
-// every pass scanned; stops at the first non-finite value or after `seconds_cap`.
+// every pass scanned, in the manifest's precision (amp-*: with GradScaler's loss scaling); stops at the first
+// non-finite value or after `seconds_cap`.
 struct TrainingRun {
   CheckResult result;
   int64_t steps = 0;
   std::string failure;                    // the first non-finite producer, empty when all stayed finite
   std::map<std::string, Tensor> weights;  // the trained weights at the end
+  int64_t skipped_steps = 0;              // amp-*: steps GradScaler skipped (inf/NaN gradients), not failures
+  double loss_scale = 0;                  // amp-*: the scale at the end
 };
 Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Dataset& data, int64_t batch, int64_t steps,
                                  uint64_t seed, double seconds_cap);

@@ -58,6 +58,9 @@ struct Node {
   std::vector<ValueId> inputs;   // kNoValue for omitted optionals
   std::vector<ValueId> outputs;  // kNoValue for omitted optionals
   std::vector<std::pair<std::string, Attribute>> attributes;
+  // Computes in float32 whatever 16-bit precision the run simulates (`.float()`, autocast's custom_fwd): the
+  // model's metadata_props key kKeepFloat32Key lists these nodes (grist fix's keep-in-float32 repair).
+  bool keep_float32 = false;
 
   const Attribute* attr(std::string_view key) const;
   bool has_attr(std::string_view key) const { return attr(key) != nullptr; }
@@ -70,6 +73,10 @@ struct Node {
   // Input i is present (not omitted and not past the end).
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i] != kNoValue; }
 };
+
+// metadata_props key naming, one per line, the nodes a half-precision run keeps in float32 (Node::keep_float32);
+// the list onnxconverter-common's convert_float_to_float16 takes as node_block_list.
+inline constexpr std::string_view kKeepFloat32Key = "grist.keep_float32";
 
 class Graph {
  public:
@@ -102,5 +109,15 @@ class Graph {
  private:
   std::unordered_map<std::string, ValueId> by_name_;
 };
+
+// An initializer only nodes kept in float32 read (their ε): float32 in a half-precision run, as the Python scalar of
+// `(v.float() + 1e-8).sqrt()` is.
+inline bool read_only_in_float32(const Graph& g, ValueId v) {
+  const Value& val = g.value(v);
+  if (val.kind != ValueKind::Initializer || val.consumers.empty()) return false;
+  for (int32_t c : val.consumers)
+    if (!g.nodes[static_cast<size_t>(c)].keep_float32) return false;
+  return true;
+}
 
 }  // namespace grist

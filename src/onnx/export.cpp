@@ -82,6 +82,14 @@ Result<onnx::ModelProto> build_model(const Graph& g, const ExportOptions& o) {
     p->set_key(k);
     p->set_value(v);
   }
+  std::string kept;
+  for (const Node& n : g.nodes)
+    if (n.keep_float32) kept += (kept.empty() ? "" : "\n") + n.name;
+  if (!kept.empty()) {
+    auto* p = m.add_metadata_props();
+    p->set_key(std::string(kKeepFloat32Key));
+    p->set_value(kept);
+  }
   for (const auto& [domain, version] : g.opsets) {
     auto* op = m.add_opset_import();
     op->set_domain(domain);

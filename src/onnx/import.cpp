@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -167,6 +169,17 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
     ValueId id = g.find_value(out.name());
     GRIST_CHECK(id != kNoValue, "{}: graph output '{}' is not produced by any node", source, out.name());
     g.outputs.push_back(id);
+  }
+  // Nodes a half-precision run keeps in float32 (grist fix's keep-in-float32), by name, one a line.
+  for (const auto& p : model.metadata_props()) {
+    if (p.key() != kKeepFloat32Key) continue;
+    std::set<std::string> names;
+    for (size_t at = 0; at <= p.value().size();) {
+      const size_t end = std::min(p.value().find('\n', at), p.value().size());
+      if (end > at) names.insert(p.value().substr(at, end - at));
+      at = end + 1;
+    }
+    for (Node& n : g.nodes) n.keep_float32 = names.count(n.name) > 0;
   }
   auto st = g.sort_topologically();
   if (!st) return make_error("{}: {}", source, st.message());

@@ -21,10 +21,15 @@ nlohmann::json bound_json(double v) {
   return v > 0 ? "inf" : "-inf";
 }
 
-std::string constant_text(const HazardFix& h) {
+std::string constant_text(const HazardFix& h, DType format) {
   const RepairEntry& e = repair_entry(h.match.kind);
   if (!takes_constant(h.match.kind)) return "";
-  return fmt::format("{} ({})", number(h.applied.constant), e.constant);
+  if (h.match.kind == RepairKind::KeepFloat32)
+    return fmt::format("{} node{} kept in float32: {} (listed in the model's metadata_props {})",
+                       h.applied.kept_float32.size(), h.applied.kept_float32.size() == 1 ? "" : "s",
+                       fmt::join(h.applied.kept_float32, ", "), kKeepFloat32Key);
+  const std::string_view note = repair_values_note(h.match.kind, format);
+  return fmt::format("{} ({}{}{})", number(h.applied.constant), e.constant, note.empty() ? "" : "; ", note);
 }
 
 // Boxes narrower than what was assumed: the ones a user must enforce.
@@ -132,10 +137,11 @@ std::string to_text(const FixResult& r, const FixContext& c) {
   int fixed = 0;
   for (const auto& h : r.hazards) fixed += h.fixed();
   std::string s = fmt::format(
-      "grist fix {}: {} hazard{} to repair ({} may fail of {} in the scan), {} fixed, {} not\n"
+      "grist fix {}{}: {} hazard{} to repair ({} may fail of {} in the scan), {} fixed, {} not\n"
       "  {:.2f} s: repairs and proofs {:.2f} s, hunt {:.2f} s, data {:.2f} s, training {:.2f} s, preconditions {:.2f} "
       "s\n",
-      c.model, r.hazards.size(), r.hazards.size() == 1 ? "" : "s", r.program_scan.count(Verdict::MayFail),
+      c.model, r.precision == Precision::Fp32 ? "" : fmt::format(" in {}", precision_name(r.precision)),
+      r.hazards.size(), r.hazards.size() == 1 ? "" : "s", r.program_scan.count(Verdict::MayFail),
       r.program_scan.verdicts.size(), fixed, static_cast<int>(r.hazards.size()) - fixed, r.seconds, r.repair_seconds,
       r.hunt_seconds, r.data_seconds, r.training_seconds, r.precondition_seconds);
   if (!c.fixed_path.empty())
@@ -146,7 +152,9 @@ std::string to_text(const FixResult& r, const FixContext& c) {
     s += fmt::format("\n{} — {}\n", h.site.label(), status_of(h));
     s += fmt::format("  why: {}\n", h.reason);
     if (!h.chain.empty()) s += fmt::format("  chain: {}\n", h.chain);
-    if (h.repaired_with) {
+    if (h.repaired_with && h.made_safe) {
+      s += fmt::format("  the repair of #{} makes it safe: no repair of its own\n", h.repaired_with);
+    } else if (h.repaired_with) {
       s += fmt::format("  its node is gone: the repair of #{} replaced the expression it was part of\n",
                        h.repaired_with);
     } else if (h.repaired) {
@@ -157,7 +165,7 @@ std::string to_text(const FixResult& r, const FixContext& c) {
                        h.applied.removed_nodes.empty() ? std::string("nothing")
                                                        : fmt::format("{}", fmt::join(h.applied.removed_nodes, ", ")));
       s += fmt::format("    PyTorch: {}\n    TensorFlow: {}\n", e.pytorch, e.tensorflow);
-      const std::string k = constant_text(h);
+      const std::string k = constant_text(h, precision_format(r.precision));
       if (!k.empty()) s += fmt::format("    constant: {}\n", k);
     }
     if (!h.repaired_with) {
@@ -220,6 +228,7 @@ std::string to_text(const FixResult& r, const FixContext& c) {
 nlohmann::json to_json(const FixResult& r, const FixContext& c) {
   nlohmann::json j;
   j["model"] = c.model;
+  j["precision"] = std::string(precision_name(r.precision));
   j["fixed_model"] = c.fixed_path;
   j["seconds"] = r.seconds;
   j["hunt_seconds"] = r.hunt_seconds;
@@ -252,7 +261,8 @@ nlohmann::json to_json(const FixResult& r, const FixContext& c) {
                      {"constant", takes_constant(h.match.kind) ? nlohmann::json(h.applied.constant) : nlohmann::json()},
                      {"constant_source", std::string(e.constant)},
                      {"added_nodes", h.applied.added_nodes},
-                     {"removed_nodes", h.applied.removed_nodes}};
+                     {"removed_nodes", h.applied.removed_nodes},
+                     {"kept_float32", h.applied.kept_float32}};
       x["local_proof"] = {{"any_finite", h.local.any_finite},
                           {"bound", bound_json(h.local.bound)},
                           {"operands", h.local.operands},

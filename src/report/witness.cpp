@@ -363,6 +363,10 @@ Result<WitnessData> read_witness(const std::string& json_path) {
     w.dropout = j.at("dropout").get<bool>();
     w.ftz = j.at("ftz").get<bool>();
     w.rng_state = j.at("rng_state").get<std::string>();
+    auto precision = parse_precision(j.value("precision", std::string("fp32")));
+    if (!precision) return make_error("{}: {}", json_path, precision.message());
+    w.precision = *precision;
+    if (j.contains("loss_scaler")) w.loss_scale = j.at("loss_scaler").at("scale").get<float>();
     const fs::path npz = fs::path(json_path).parent_path() / j.at("npz").get<std::string>();
     auto arrays = read_npz(npz.string());
     if (!arrays) return arrays.error();
@@ -382,6 +386,7 @@ Result<NonFiniteEvent> run_witness(const Graph& g, const WitnessData& w) {
   ExecutorOptions eo;
   eo.flush_denormals = w.ftz;
   eo.dropout_training = w.dropout;
+  eo.precision = w.precision;
   auto ex = Executor::create(g, eo);
   if (!ex) return ex.error();
   if (!ex->rng().set_state(w.rng_state)) return make_error("the witness's recorded random state is malformed");
@@ -393,7 +398,16 @@ Result<NonFiniteEvent> run_witness(const Graph& g, const WitnessData& w) {
   if (w.pass == TriggerPass::TrainingBackward || w.pass == TriggerPass::LossBackward) {
     const ValueId loss = g.find_value(w.loss);
     GRIST_CHECK(loss != kNoValue, "the loss '{}' is not in the model", w.loss);
-    GRIST_TRY(ex->backward(loss));
+    if (w.loss_scale) {  // seeded as GradScaler's scaled backward was
+      GradScaler scaler;
+      scaler.set_state({*w.loss_scale, 0, 0});
+      Tensor seed;
+      scaler.fill_seed(ex->value(loss), seed);
+      const Tensor* seeds[] = {&seed};
+      GRIST_TRY(ex->backward(std::span(&loss, 1), std::span(seeds)));
+    } else {
+      GRIST_TRY(ex->backward(loss));
+    }
     return ex->backward_event();
   }
   return NonFiniteEvent{};

@@ -49,6 +49,8 @@ struct WitnessData {
   bool dropout = false, ftz = false;
   std::string rng_state;
   std::vector<std::pair<std::string, Tensor>> inputs, weights;  // input:NAME and weight:NAME arrays
+  Precision precision = Precision::Fp32;   // the run's numerics ("precision"; absent: float32)
+  std::optional<float> loss_scale;         // amp-* training: the scale the backward was seeded with
 };
 Result<WitnessData> read_witness(const std::string& json_path);
 

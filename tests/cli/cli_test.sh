@@ -250,6 +250,14 @@ expect "SARIF is never written over a file" 2 "fix.sarif: exists already; not ov
 expect "fix a hazard the model lacks" 2 "--hazard '/Nope' names no hazard" -- "$GRIST" fix "$M/logreg_toy.toml" --hazard /Nope --out "$TMP/fix"
 expect "fix a model without hazards: nothing written" 0 "no repair was applied" -- "$GRIST" fix "$M/mlp.onnx" --out "$TMP/fix" $F
 expect "fix the witness's hazard" 0 "witness: .*passed" -- "$GRIST" fix "$M/logreg_toy.toml" --witness "$TMP/w/witness-logreg_toy-h1.json" --out "$TMP/fix" $F --no-preconditions
+# fix --precision (issue 16): the norm whose sum of squares overflows float16 is safe in float32, repaired in fp16.
+expect "fix --precision fp32: the norm is safe in float32" 0 "no repair was applied" -- "$GRIST" fix "$M/fp16_fix_norm.toml" --precision fp32 --out "$TMP/fixh" $F --no-preconditions
+expect "fix --precision fp16: kept in float32 and verified" 0 "in fp16: 1 hazard to repair .* 1 fixed, 0 not" -- "$GRIST" fix "$M/fp16_fix_norm.toml" --precision fp16 --out "$TMP/fixh" $F --no-preconditions
+expect "the repaired model lists its float32 nodes" 0 "sum_of_squares" -- grep -a "grist.keep_float32" "$TMP/fixh/fp16_fix_norm.fixed.onnx"
+expect "the repaired model scans clean in fp16" 0 "0 may fail" -- "$GRIST" scan "$TMP/fixh/fp16_fix_norm.fixed.onnx" --manifest "$M/fp16_fix_norm.toml" --precision fp16
+expect "the original does not (exit 1: may fail)" 1 "1 may fail, 4 proved safe" -- "$GRIST" scan "$M/fp16_fix_norm.onnx" --manifest "$M/fp16_fix_norm.toml" --precision fp16
+expect "the manifest's [numerics] precision is fix's default" 0 "in fp16: 1 hazard" -- bash -c "sed 's/^\[batch\]/[numerics]\nprecision = \"fp16\"\n\n[batch]/; s|model = \"|model = \"$M/|' '$M/fp16_fix_norm.toml' > '$TMP/fixh_fp16.toml' && '$GRIST' fix '$TMP/fixh_fp16.toml' --out '$TMP/fixh' $F --no-preconditions"
+expect "fix --precision: an unknown one" 2 "--precision: precision 'fp8' is not one of" -- "$GRIST" fix "$M/fp16_fix_norm.toml" --precision fp8 --out "$TMP/fixh"
 
 # Every case above ran: as many results as `expect` lines in this file.
 cases=$(grep -c '^expect ' "$0")
