@@ -171,8 +171,8 @@ const std::vector<RepairEntry> kCatalogue = {
      "Add(v, ε) → Add(v, 1e-5)",
      "eps=1e-5 (torch.nn.LayerNorm's and BatchNorm's default) instead of 1e-8",
      "epsilon=1e-5 instead of 1e-8 (tf.keras.layers.LayerNormalization's default is 1e-3)",
-     "ε = 1e-5, PyTorch's norm eps: float16's smallest normal is 6.1e-5 and its smallest subnormal 6e-8, so 1e-8 "
-     "rounds to 0; then 1e-3, Keras' BatchNormalization epsilon",
+     "ε = 1e-5, PyTorch's norm eps: float16's smallest subnormal is 6e-8, so 1e-8 rounds to 0, while 1e-5 is held "
+     "to 0.14 % (a subnormal: its smallest normal is 6.1e-5); then 1e-3, Keras' BatchNormalization epsilon",
      {1e-5, 1e-3}},
     {RepairKind::LossWeights,
      "loss-weights",
@@ -228,8 +228,9 @@ std::string_view repair_values_note(RepairKind kind, DType format) {
     case RepairKind::NormGuard:
     case RepairKind::DivisorGuard:
     case RepairKind::PowBaseGuard:
-      return "float16: ε = 1e-5 (PyTorch's norm eps), then 1e-3: float32's 1e-12 and 1e-7 flush to 0 or to a "
-             "subnormal in float16 (smallest normal 6.1e-5), and a / 1e-7 passes 65504 once |a| > 0.0066";
+      return "float16: ε = 1e-5 (PyTorch's norm eps; a float16 subnormal, held to 0.14 %), then 1e-3: float32's "
+             "1e-12 rounds to 0 in float16 and 1e-7 to two subnormal steps (1.2e-7), and a / 1e-7 passes 65504 once "
+             "|a| > 0.0078; hardware that flushes float16 subnormals flushes 1e-5 too (smallest normal 6.1e-5)";
     case RepairKind::LogClamp:
     case RepairKind::SqrtClamp:
       return "float16: tiny = 1e-5, then 1e-4: 1e-37 rounds to 0 in float16";

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "data/dataset.h"
+#include "analysis/half_hazards.h"
 #include "analysis/trained_weights.h"
 #include "fix/assumptions.h"
 #include "onnx/export.h"
@@ -85,14 +86,31 @@ bool structurally_nonnegative(const Graph& g, ValueId v, const Manifest* m) {
   return !t.may_be_nan && t.hull().lo >= 0;
 }
 
+// The format the hazard's op meets in `p`: the run's 16-bit format where the op's result (an overflow) or its
+// operand (a flush to 0) is held in it; float32 (Undefined) where it is not — an Exp that autocast or a region
+// kept in float32 computes in float32 overflows at 88.72, not at 11.09, and wants float32's constants.
+DType hazard_format(const Graph& g, int32_t node, Failure failure, int operand, Precision p) {
+  const DType format = precision_format(p);
+  if (format == DType::Undefined || node < 0) return format;
+  const Node& n = g.nodes[static_cast<size_t>(node)];
+  const bool overflow =
+      failure == Failure::HalfOverflow || failure == Failure::ExpOverflow || failure == Failure::PowOverflow;
+  const ValueId v = overflow ? (n.outputs.empty() ? kNoValue : n.outputs[0])
+                             : (n.has_input(static_cast<size_t>(operand)) ? n.inputs[static_cast<size_t>(operand)]
+                                                                         : kNoValue);
+  if (v == kNoValue) return format;
+  return values_in_format(g, p)[static_cast<size_t>(v)] ? format : DType::Undefined;
+}
+
 // Repairs one hazard on `cur`: the first candidate and constant whose check (a) passes.
 Status repair_one(HazardFix& h, Graph& cur, ScanBaseline& base, const ScanOptions& so,
                   const std::set<std::string>& pending, std::vector<Graph>& history) {
   const Manifest* manifest = so.manifest;
-  const DType format = precision_format(so.precision);
   const int32_t idx = node_index(cur, h.site.node_name);
   int operand = h.site.operand;
   Failure failure = h.site.failure;
+  const DType format = hazard_format(cur, idx, failure, operand, so.precision);
+  h.format = format;
   auto candidates = repair_candidates(cur, idx, failure, operand, format);
   if (candidates.empty()) {
     h.scan.state = CheckState::Failed;

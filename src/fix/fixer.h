@@ -55,6 +55,7 @@ struct HazardFix {
   bool repairer_fixed = false;  // with repaired_with: whether that hazard's repair passed its checks
   bool made_safe = false;       // with repaired_with: its node stays, proved safe (or no longer a site) after it
   RepairMatch match;
+  DType format = DType::Undefined;  // the 16-bit format the hazard's op meets (its constants'), Undefined: float32
   AppliedRepair applied;
   std::vector<RepairAttempt> attempts;
   CheckResult scan, hunt, data, training, witness;  // (a), (b), (c), (d) and the witness replay

@@ -21,15 +21,19 @@ nlohmann::json bound_json(double v) {
   return v > 0 ? "inf" : "-inf";
 }
 
-std::string constant_text(const HazardFix& h, DType format) {
-  const RepairEntry& e = repair_entry(h.match.kind);
+// The constant and why it has that value: the format's own reason where the hazard's op is in a 16-bit format.
+std::string_view constant_source(const HazardFix& h) {
+  const std::string_view note = repair_values_note(h.match.kind, h.format);
+  return note.empty() ? repair_entry(h.match.kind).constant : note;
+}
+
+std::string constant_text(const HazardFix& h) {
   if (!takes_constant(h.match.kind)) return "";
   if (h.match.kind == RepairKind::KeepFloat32)
     return fmt::format("{} node{} kept in float32: {} (listed in the model's metadata_props {})",
                        h.applied.kept_float32.size(), h.applied.kept_float32.size() == 1 ? "" : "s",
                        fmt::join(h.applied.kept_float32, ", "), kKeepFloat32Key);
-  const std::string_view note = repair_values_note(h.match.kind, format);
-  return fmt::format("{} ({}{}{})", number(h.applied.constant), e.constant, note.empty() ? "" : "; ", note);
+  return fmt::format("{} ({})", number(h.applied.constant), constant_source(h));
 }
 
 // Boxes narrower than what was assumed: the ones a user must enforce.
@@ -165,7 +169,7 @@ std::string to_text(const FixResult& r, const FixContext& c) {
                        h.applied.removed_nodes.empty() ? std::string("nothing")
                                                        : fmt::format("{}", fmt::join(h.applied.removed_nodes, ", ")));
       s += fmt::format("    PyTorch: {}\n    TensorFlow: {}\n", e.pytorch, e.tensorflow);
-      const std::string k = constant_text(h, precision_format(r.precision));
+      const std::string k = constant_text(h);
       if (!k.empty()) s += fmt::format("    constant: {}\n", k);
     }
     if (!h.repaired_with) {
@@ -259,7 +263,7 @@ nlohmann::json to_json(const FixResult& r, const FixContext& c) {
                      {"pytorch", std::string(e.pytorch)},
                      {"tensorflow", std::string(e.tensorflow)},
                      {"constant", takes_constant(h.match.kind) ? nlohmann::json(h.applied.constant) : nlohmann::json()},
-                     {"constant_source", std::string(e.constant)},
+                     {"constant_source", std::string(constant_source(h))},
                      {"added_nodes", h.applied.added_nodes},
                      {"removed_nodes", h.applied.removed_nodes},
                      {"kept_float32", h.applied.kept_float32}};

@@ -281,3 +281,38 @@ TEST(HalfFix, ADivisorGuardTakes1e5InFloat16BecauseAOver1e7Overflows) {
   EXPECT_EQ(h->match.kind, RepairKind::DivisorGuard) << to_text(*r, {});
   EXPECT_EQ(h->applied.constant, 1e-5);
 }
+
+// Under amp-fp16 autocast computes Exp in float32: its clamp is float32's (87, not float16's 11), there is no
+// keep-in-float32 candidate for an op already in float32, and the report gives float32's reason. Under fp16 the
+// same Exp runs in float16 and takes 11.
+TEST(HalfFix, AnExpAutocastKeepsInFloat32TakesFloat32sClampUnderAmp) {
+  grist::testing::GraphBuilder b(17);
+  b.input("x", DType::Float32, {1, 4});
+  b.node("Exp", {"x"}, {"y"});
+  const Graph g = b.output("y").build();
+  Manifest m;
+  default_inputs(g, m);
+  for (auto& [name, in] : m.inputs) {
+    in.source = InputSource::Uniform;
+    in.uniform_lo = -1;
+    in.uniform_hi = 1;
+    in.range = ClipRange::Explicit;
+    in.lo = -100;
+    in.hi = 100;
+  }
+  for (Precision p : {Precision::AmpFp16, Precision::Fp16}) {
+    SCOPED_TRACE(precision_name(p));
+    auto r = fix_model(g, quick(m, p));
+    ASSERT_TRUE(r.is_ok()) << r.message();
+    const HazardFix* h = first_repaired(*r);
+    ASSERT_NE(h, nullptr) << to_text(*r, {});
+    EXPECT_EQ(h->match.kind, RepairKind::ExpClamp) << to_text(*r, {});
+    const bool amp = p == Precision::AmpFp16;
+    EXPECT_EQ(h->applied.constant, amp ? 87 : 11) << to_text(*r, {});
+    if (amp) {
+      for (const RepairAttempt& a : h->attempts) EXPECT_NE(a.kind, RepairKind::KeepFloat32) << a.outcome;
+    }
+    const std::string text = to_text(*r, {});
+    EXPECT_EQ(text.find("float16: limit 11") != std::string::npos, !amp) << text;
+  }
+}
