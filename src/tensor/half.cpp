@@ -156,7 +156,14 @@ void round_half_pass(const float* src, float* dst, size_t n, RoundingTally& t) {
       t.nonfinite_after += std::popcount(static_cast<unsigned>(
           _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(y, abs_mask), inf, _CMP_EQ_OQ))));
       const auto zy = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(y, zero, _CMP_EQ_OQ)));
-      const auto zx = static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(x, zero, _CMP_EQ_OQ)));
+      // x's zeros by bit pattern: under --ftz (DAZ) a float comparison takes float32 subnormals for 0, and their
+      // flush to 0 in the format would go uncounted (the scalar path compares patterns). AVX has no 256-bit
+      // integer compare: two 128-bit halves.
+      const __m256i xi = _mm256_castps_si256(_mm256_and_ps(x, abs_mask));
+      const __m128i z128 = _mm_setzero_si128();
+      const auto zx = static_cast<unsigned>(
+          _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm256_castsi256_si128(xi), z128))) |
+          (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(_mm256_extractf128_si256(xi, 1), z128))) << 4));
       t.zeros_after += std::popcount(zy);
       t.flushed += std::popcount(zy & ~zx);
     }

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/executor.h"
 #include "tensor/half.h"
 #include "tensor/half_tensor.h"
 
@@ -90,6 +91,20 @@ TEST(Half, OnePassRoundingCopiesRoundsAndCountsLikeSeparatePasses) {
       EXPECT_GT(expected.nonfinite_after, expected.nonfinite_before);  // overflows to inf counted
     }
   }
+}
+
+// Under --ftz the executor sets DAZ, which makes a float comparison take float32 subnormals for 0: the vector
+// pass must still count their rounding to 0 in float16 as a flush, as the scalar path (bit patterns) does.
+TEST(Half, FlushesOfFloat32SubnormalsAreCountedUnderDenormalsAreZero) {
+  std::vector<float> values(16, 1.0f);
+  for (size_t i = 0; i < values.size(); i += 2) values[i] = std::bit_cast<float>(0x00000010u + static_cast<uint32_t>(i));
+  RoundingTally tally;
+  {
+    FlushDenormalsScope daz(true);
+    round_to_half(values, values.data(), &tally);
+  }
+  EXPECT_EQ(tally.flushed, 8);
+  EXPECT_EQ(tally.zeros_after, 8);
 }
 
 TEST(Half, EdgesOfTheFormat) {
