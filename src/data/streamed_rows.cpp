@@ -1,8 +1,10 @@
 #include "data/streamed_rows.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -40,15 +42,19 @@ std::string idx_header(const IdxReader& r) {
   return h;
 }
 
-// The cached copy's name: the source's absolute path, size and modification time, hashed (FNV-1a), so that a
-// changed or replaced file is read afresh.
+// The cached copy's name: the source's absolute path, device, inode, size, modification and status-change
+// times, hashed (FNV-1a), so that a changed or replaced file is read afresh — also one copied with its mtime
+// kept (cp -p, rsync -a, tar x), whose inode or ctime (which no user can set) differs.
 std::string cache_file_for(const std::string& path, const std::string& cache_dir) {
   std::error_code ec;
   const fs::path abs = fs::absolute(path, ec);
-  const auto size = fs::file_size(path, ec);
-  const auto mtime = fs::last_write_time(path, ec).time_since_epoch().count();
-  if (ec) return "";
-  const std::string key = fmt::format("{}\n{}\n{}", abs.string(), size, static_cast<long long>(mtime));
+  struct stat st {};
+  if (ec || ::stat(path.c_str(), &st) != 0) return "";
+  const std::string key =
+      fmt::format("{}\n{}\n{}\n{}\n{}.{}\n{}.{}", abs.string(), static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
+                  static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
   return (fs::path(cache_dir) / fmt::format("{}-{:016x}", abs.filename().string(), h)).string();
@@ -120,7 +126,8 @@ void StreamedRows::read_all(std::unique_ptr<IdxReader> reader, std::string cache
   if (!cache_file.empty()) {
     std::error_code ec;
     fs::create_directories(fs::path(cache_file).parent_path(), ec);
-    partial = fmt::format("{}.partial-{}", cache_file, static_cast<long>(getpid()));
+    static std::atomic<uint64_t> copies{0};  // two readers of one file in one process write apart too
+    partial = fmt::format("{}.partial-{}-{}", cache_file, static_cast<long>(getpid()), copies++);
     if (!ec) copy.open(partial, std::ios::binary | std::ios::trunc);
     const std::string header = idx_header(*reader);
     if (copy) copy.write(header.data(), static_cast<std::streamsize>(header.size()));

@@ -124,6 +124,17 @@ TEST(StreamedRows, ACompressedFilesRowsAreKeptUncompressedForTheNextRead) {
   ASSERT_TRUE((*again)->wait_rows(3000));
   EXPECT_EQ(std::memcmp((*again)->tensor().raw(), whole->raw(), whole->nbytes()), 0);
 
+  // A file put in its place with its size and modification time kept (cp -p, rsync -a) is read afresh too.
+  {
+    const auto mtime = std::filesystem::last_write_time(path);
+    std::filesystem::copy_file(path, path + ".new");
+    std::filesystem::last_write_time(path + ".new", mtime);
+    std::filesystem::rename(path + ".new", path);
+    auto kept_times = StreamedRows::open_idx(path, 0, cache);
+    ASSERT_TRUE(kept_times) << kept_times.message();
+    EXPECT_FALSE((*kept_times)->from_cache());
+  }
+
   // A replaced file (another size) is read afresh, not from the copy of the old one.
   gzip_to(path, int16_idx(2500, 2500));
   auto replaced = StreamedRows::open_idx(path, 0, cache);
