@@ -16,6 +16,7 @@
 #include "fix/float64.h"
 #include "analysis/half_hazards.h"
 #include "engine/grad_scaler.h"
+#include "engine/scaled_step.h"
 
 namespace grist {
 
@@ -640,27 +641,23 @@ Result<TrainingRun> run_training(const Graph& g, const Manifest& m, const Datase
       r.failure = fmt::format("step {}, forward: {}", step, ex->forward_event().describe());
       break;
     }
-    if (scaler) {
-      scaler->fill_seed(ex->value(loss), scaled_seed);
-      const Tensor* seeds[] = {&scaled_seed};
-      GRIST_TRY(ex->backward(std::span(&loss, 1), std::span(seeds), params));
-      auto stepped = scaler->step(opt, *ex);
-      if (!stepped) return stepped.error();
-      scaler->update();
-      if (!*stepped && scaler->collapsed() && ex->backward_event().found) {
+    // The hunt's training step (engine/scaled_step.h), so that check (d) trains exactly as the hunt does.
+    GradScaler* gs = scaler ? &*scaler : nullptr;
+    GRIST_TRY(training_backward(*ex, loss, params, gs, scaled_seed));
+    if (!gs && ex->backward_event().found) {
+      r.failure = fmt::format("step {}, backward: {}", step, ex->backward_event().describe());
+      break;
+    }
+    auto stepped = training_update(*ex, opt, gs);
+    if (!stepped) return stepped.error();
+    if (gs) {
+      if (!*stepped && gs->collapsed() && ex->backward_event().found) {
         r.failure = fmt::format("step {}, backward: {} (the loss scale collapsed to {:g})", step,
-                                ex->backward_event().describe(), scaler->scale());
+                                ex->backward_event().describe(), gs->scale());
         break;
       }
-      r.skipped_steps = scaler->skipped_steps();
-      r.loss_scale = scaler->scale();
-    } else {
-      GRIST_TRY(ex->backward(loss, params));
-      if (ex->backward_event().found) {
-        r.failure = fmt::format("step {}, backward: {}", step, ex->backward_event().describe());
-        break;
-      }
-      GRIST_TRY(opt.step(*ex));
+      r.skipped_steps = gs->skipped_steps();
+      r.loss_scale = gs->scale();
     }
     for (ValueId id : params)
       if (!all_finite(ex->value(id)))

@@ -168,6 +168,7 @@ class TargetSearch {
   std::vector<ValueId> stepped_weights_;  // the weights the search may step, once they join
   std::vector<ValueId> variable_ids_;     // search.variables: searched beside the data from the first iteration
   std::vector<ValueId> feed_ids_;         // the batch's inputs, in its order (feed)
+  std::vector<std::string> feed_names_;   // their names (a batch naming other inputs looks them up again)
   Batch fresh_;                           // train.batch = "fresh": the batch the training step takes
   std::vector<TrainingPhase> phases_;     // [[train.phases]]: the losses trained in turn (opt_ is swapped)
   int64_t phase_iterations_ = 0;          // iterations that ran every phase
@@ -395,13 +396,21 @@ Batch TargetSearch::executor_inputs() const {
   return b;
 }
 
-// Every batch holds the persistent batch's inputs (in its map's order): their ids are looked up once.
+// Every batch holds the persistent batch's inputs (in its map's order): their ids are looked up once, and again
+// for a batch that names other inputs.
 Status TargetSearch::feed(const Batch& b) {
-  if (feed_ids_.size() != b.size()) {
-    feed_ids_.clear();
-    for (const auto& [name, t] : b) feed_ids_.push_back(g_.find_value(name));
-  }
+  bool same = feed_names_.size() == b.size();
   size_t k = 0;
+  for (auto it = b.begin(); same && it != b.end(); ++it) same = feed_names_[k++] == it->first;
+  if (!same) {
+    feed_ids_.clear();
+    feed_names_.clear();
+    for (const auto& [name, t] : b) {
+      feed_ids_.push_back(g_.find_value(name));
+      feed_names_.push_back(name);
+    }
+  }
+  k = 0;
   for (const auto& [name, t] : b) {
     const ValueId id = feed_ids_[k++];
     GRIST_TRY(id != kNoValue ? ex_->set_input(id, t) : ex_->set_input(name, t));
