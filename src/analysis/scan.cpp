@@ -180,6 +180,12 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
 
   ScanReport report;
   report.precision = options.precision;
+  if (precision_format(options.precision) == DType::Undefined)
+    for (DType f : formats)
+      if (f != DType::Undefined) {
+        report.stored_format = f;
+        break;
+      }
   report.assumptions = std::move(analysis->assumptions);
   report.unbounded_nodes = std::move(analysis->unbounded_nodes);
   std::vector<HazardSite> sites = find_hazards_in(g, options.precision);

@@ -173,6 +173,13 @@ TEST(HalfScan, AModelStoredInFloat16IsScannedInFloat16AtFp32) {
   EXPECT_EQ(v->operand.hi, kInf);  // Σx² up to 160000 rounds to +inf
   EXPECT_TRUE(v->safe_in_float32);
   EXPECT_EQ(v->danger, "|result| > 65504 (float16)");
+  // The report says what the stored format alone breaks, as under --precision fp16.
+  EXPECT_EQ(wide.stored_format, DType::Float16);
+  const std::string text = to_text(wide, "norm16");
+  EXPECT_NE(text.find("model stored in float16: intervals rounded to float16"), std::string::npos) << text;
+  EXPECT_NE(text.find("safe in float32, may fail in float16"), std::string::npos) << text;
+  const nlohmann::json j = to_json(wide, "norm16");
+  EXPECT_EQ(j.value("stored_format", ""), "float16");
   const ScanReport small = scan_in(norm, Precision::Fp32, -60, 60);  // Σx² ≤ 57600 fits
   ASSERT_NE(verdict(small, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
   EXPECT_EQ(verdict(small, Failure::HalfOverflow, "ReduceSumSquare")->verdict, Verdict::ProvedSafe);
@@ -186,6 +193,8 @@ TEST(HalfScan, AModelStoredInFloat16IsScannedInFloat16AtFp32) {
   EXPECT_EQ(verdict(ten, Failure::ExpOverflow, "Exp")->verdict, Verdict::ProvedSafe);
   // bfloat16 keeps float32's range: the same norm fits.
   const ScanReport bf16 = scan_in(stored_in(norm_model(), DType::BFloat16), Precision::Fp32, -100, 100);
+  EXPECT_EQ(bf16.stored_format, DType::BFloat16);
+  EXPECT_EQ(scan_in(norm_model(), Precision::Fp32, -100, 100).stored_format, DType::Undefined);  // float32-stored
   ASSERT_NE(verdict(bf16, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
   EXPECT_EQ(verdict(bf16, Failure::HalfOverflow, "ReduceSumSquare")->verdict, Verdict::ProvedSafe);
 }
