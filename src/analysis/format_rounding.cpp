@@ -40,7 +40,8 @@ Interval round_interval_to_format(Interval i, DType format) {
 void round_to_format(IntervalTensor& t, DType format) {
   // A value the graph declares no type for may be bounded as float64 or Undefined: the caller (values_in_format)
   // picks float32 and undeclared values only, and those the run computes in float32.
-  if ((t.dtype != DType::Float32 && t.dtype != DType::Float64 && t.dtype != DType::Undefined) ||
+  // A value stored in the format (a float16 model's) is rounded to it as the engine rounds its results.
+  if ((t.dtype != DType::Float32 && t.dtype != DType::Float64 && t.dtype != DType::Undefined && t.dtype != format) ||
       (format != DType::Float16 && format != DType::BFloat16))
     return;
   for (size_t k = 0; k < t.lo.size(); ++k) {

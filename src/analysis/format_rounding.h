@@ -10,7 +10,7 @@ namespace grist {
 // value lies in the result. Beyond the format's max (65520 and above in float16) a bound becomes ±inf.
 Interval round_interval_to_format(Interval i, DType format);
 // Every bound of `t`, and its exact value if any, rounded to `format`; other than float ones are left as
-// they are (the caller picks the values the run rounds).
+// they are (the caller picks the values the run rounds), but those stored in `format` itself are rounded too.
 void round_to_format(IntervalTensor& t, DType format);
 
 }  // namespace grist

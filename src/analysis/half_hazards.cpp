@@ -79,12 +79,46 @@ std::vector<bool> values_in_format(const Graph& g, Precision p) {
   return in;
 }
 
+std::vector<DType> stored_formats(const Graph& g) {
+  auto half = [](DType t) { return t == DType::Float16 || t == DType::BFloat16; };
+  std::vector<DType> stored(g.values.size(), DType::Undefined);
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (half(g.values[i].dtype)) stored[i] = g.values[i].dtype;
+  for (const Node& node : g.nodes) {
+    DType from = DType::Undefined;
+    if (node.domain.empty() && node.op_type == "Cast") {
+      from = static_cast<DType>(node.attr_int("to", 0));
+    } else {
+      bool agree = true;
+      for (ValueId id : node.inputs) {
+        if (id == kNoValue) continue;
+        const DType t = half(stored[static_cast<size_t>(id)]) ? stored[static_cast<size_t>(id)] : g.value(id).dtype;
+        if (!is_float(t)) continue;  // indices, shapes, axes
+        agree = agree && (from == DType::Undefined || from == t);
+        from = t;
+      }
+      if (!agree) from = DType::Undefined;
+    }
+    if (!half(from)) continue;
+    for (ValueId id : node.outputs)
+      if (id != kNoValue && g.value(id).dtype == DType::Undefined) stored[static_cast<size_t>(id)] = from;
+  }
+  return stored;
+}
+
+std::vector<DType> value_formats(const Graph& g, Precision p) {
+  const DType format = precision_format(p);
+  const std::vector<bool> in = values_in_format(g, p);
+  std::vector<DType> formats = stored_formats(g);
+  for (size_t i = 0; i < g.values.size(); ++i)
+    if (formats[i] == DType::Undefined && in[i]) formats[i] = format;
+  return formats;
+}
+
 std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p) {
   std::vector<HazardSite> sites = find_hazards(g);
-  const DType format = precision_format(p);
-  if (format == DType::Undefined) return sites;
-  const std::vector<bool> in_format = values_in_format(g, p);
-  const std::string_view fmt_name = format_name(format);
+  const std::vector<DType> formats = value_formats(g, p);
+  if (std::all_of(formats.begin(), formats.end(), [](DType f) { return f == DType::Undefined; })) return sites;
   const std::string keep_float32 =
       "keep the op in float32: Cast its inputs to float32 and its result back (autocast's custom_fwd, .float())";
   for (int32_t n = 0; n < static_cast<int32_t>(g.nodes.size()); ++n) {
@@ -105,8 +139,11 @@ std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p) {
       sites.push_back(std::move(s));
     };
     const bool overflows = std::find(kOverflowOps.begin(), kOverflowOps.end(), node.op_type) != kOverflowOps.end();
-    const bool result_in_format = !node.outputs.empty() && node.outputs[0] != kNoValue &&
-                                  in_format[static_cast<size_t>(node.outputs[0])];
+    // The format of the result (the run's, or the one the model stores it in).
+    const DType format = !node.outputs.empty() && node.outputs[0] != kNoValue
+                             ? formats[static_cast<size_t>(node.outputs[0])]
+                             : DType::Undefined;
+    const bool result_in_format = format != DType::Undefined;
     // An Exp the catalogue already has (ExpOverflow, maximise its input) is one hazard, not two: its site
     // says the format's own threshold (exp passes 65504 above ln 65504 = 11.09, not float32's 88.72).
     auto exp_site = std::find_if(sites.begin(), sites.end(), [&](const HazardSite& s) {
@@ -117,15 +154,16 @@ std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p) {
                                                      : "Exp input > 88.72 (bfloat16's max)";
     } else if (overflows && result_in_format) {
       site(Failure::HalfOverflow, Objective::NegMaxAbs, 0, node.outputs[0],
-           fmt::format("{} result beyond {}'s max", node.op_type, fmt_name), keep_float32);
+           fmt::format("{} result beyond {}'s max", node.op_type, format_name(format)), keep_float32);
     }
     for (const UnderflowOperand& u : kUnderflowOperands) {
       if (u.op != node.op_type || !node.has_input(static_cast<size_t>(u.input))) continue;
       const ValueId v = node.inputs[static_cast<size_t>(u.input)];
-      if (!in_format[static_cast<size_t>(v)]) continue;
+      const DType operand_format = formats[static_cast<size_t>(v)];
+      if (operand_format == DType::Undefined) continue;
       site(Failure::HalfUnderflow, Objective::MinAbs, u.input, v,
-           fmt::format("{} {} flushes to 0 in {}", node.op_type, u.condition, fmt_name),
-           format == DType::Float16
+           fmt::format("{} {} flushes to 0 in {}", node.op_type, u.condition, format_name(operand_format)),
+           operand_format == DType::Float16
                ? "an ε the format holds (1e-5 rather than 1e-8 in float16), or " + keep_float32
                : keep_float32);
     }

@@ -14,8 +14,19 @@ namespace grist {
 // in amp-* those autocast computes in the format (a static mirror of the executor's rules, engine/autocast.h).
 std::vector<bool> values_in_format(const Graph& g, Precision p);
 
-// The float32 catalogue (find_hazards) plus, under a 16-bit precision, the half-precision hazards, in
-// execution order and numbered from 1. Fp32: find_hazards(g) unchanged.
+// Per value: the 16-bit type the model stores it in (Float16, BFloat16; Undefined otherwise) — its declared
+// type, or for a result without one (no shape inference), its Cast's `to`, else the type of its node's float
+// inputs when they all agree on one.
+std::vector<DType> stored_formats(const Graph& g);
+
+// Per value: the 16-bit format a run in precision `p` holds it in (Undefined: float32, or not a float) — the
+// precision's where values_in_format says so, and a value the model stores as float16 or bfloat16 (a `.half()`
+// export) its own, at any precision: the engine rounds such results to their type.
+std::vector<DType> value_formats(const Graph& g, Precision p);
+
+// The float32 catalogue (find_hazards) plus, where a value is in a 16-bit format (value_formats: under a 16-bit
+// precision, or stored so), the half-precision hazards, in execution order and numbered from 1. Fp32 on a
+// model with no float16/bfloat16 value: find_hazards(g) unchanged.
 std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p);
 
 }  // namespace grist

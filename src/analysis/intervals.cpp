@@ -5,6 +5,7 @@
 
 #include "analysis/trained_weights.h"
 #include "analysis/format_rounding.h"
+#include "analysis/half_hazards.h"
 #include "analysis/training_bounds.h"
 #include "engine/autocast.h"
 #include "data/dataset.h"
@@ -207,9 +208,14 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
     return o.format != DType::Undefined && static_cast<size_t>(id) < o.in_format.size() &&
            o.in_format[static_cast<size_t>(id)];
   };
+  // A value the model stores as float16/bfloat16 holds its type's values at any precision.
+  const std::vector<DType> stored = o.round_stored ? stored_formats(g) : std::vector<DType>(g.values.size());
+  auto round_as_run = [&](ValueId id, IntervalTensor& t) {
+    if (stored[static_cast<size_t>(id)] != DType::Undefined) round_to_format(t, stored[static_cast<size_t>(id)]);
+    else if (in_format(id)) round_to_format(t, o.format);
+  };
   for (const auto* ids : {&g.inputs, &g.initializers})
-    for (ValueId id : *ids)
-      if (in_format(id)) round_to_format(a.values[static_cast<size_t>(id)], o.format);
+    for (ValueId id : *ids) round_as_run(id, a.values[static_cast<size_t>(id)]);
 
   const OpRegistry& reg = OpRegistry::global();
   for (const Node& node : g.nodes) {
@@ -274,7 +280,7 @@ Result<IntervalAnalysis> analyze_intervals(const Graph& g, const IntervalOptions
         return make_error("{} ({}): bounds on blocks {} do not fit shape {}", node.name, node.op_type,
                           t.blocks.str(), t.shape.str());
       t.partition_if_large();
-      if (in_format(node.outputs[k])) round_to_format(t, o.format);
+      round_as_run(node.outputs[k], t);
       a.values[static_cast<size_t>(node.outputs[k])] = std::move(t);
     }
   }

@@ -47,6 +47,9 @@ struct IntervalOptions {
   DType format = DType::Undefined;
   std::vector<bool> in_format = {};
   bool autocast = false;  // amp-*: the ops autocast runs in the format also read their inputs rounded to it
+  // Values the model stores as float16/bfloat16 are rounded to their type, as the engine rounds them; false:
+  // bounded as float32 would hold them (the scan's "safe in float32" comparison).
+  bool round_stored = true;
 };
 
 struct IntervalAnalysis {

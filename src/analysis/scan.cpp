@@ -86,19 +86,21 @@ bool may_fail_in(const HazardSite& s, const Node& node, const std::vector<Interv
   return false;
 }
 
-// The format whose danger zones a site meets: the run's, where the op computes in it (under amp-*, an op autocast
-// keeps in float32 meets float32's: exp overflows past 88.7 there, not 11.09); the half-precision sites, which
-// exist only where the format rounds, always.
-DType danger_format(const Graph& g, const HazardSite& s, DType format, const std::vector<bool>& in_format) {
-  if (format == DType::Undefined || s.failure == Failure::HalfOverflow || s.failure == Failure::HalfUnderflow)
-    return format;
+// The format whose danger zones a site meets: its value's (analysis/half_hazards.h, value_formats) — the run's
+// where the op computes in it (under amp-*, an op autocast keeps in float32 meets float32's: exp overflows past
+// 88.7 there, not 11.09), the stored one where the model holds the value in float16/bfloat16. A half-precision
+// site exists only where a format rounds: its operand (HalfUnderflow) or result (HalfOverflow) is in one.
+DType danger_format(const Graph& g, const HazardSite& s, const std::vector<DType>& formats) {
+  if (s.failure == Failure::HalfUnderflow || s.failure == Failure::HalfOverflow)
+    return formats[static_cast<size_t>(s.operand_value)];
   for (ValueId out : g.nodes[static_cast<size_t>(s.node)].outputs)
-    if (out != kNoValue && in_format[static_cast<size_t>(out)]) return format;
+    if (out != kNoValue && formats[static_cast<size_t>(out)] != DType::Undefined)
+      return formats[static_cast<size_t>(out)];
   return DType::Undefined;
 }
 
-std::vector<bool> format_map(const Graph& g, Precision p) {
-  return precision_format(p) == DType::Undefined ? std::vector<bool>{} : values_in_format(g, p);
+bool any_format(const std::vector<DType>& formats) {
+  return std::any_of(formats.begin(), formats.end(), [](DType f) { return f != DType::Undefined; });
 }
 
 IntervalOptions interval_options(const Graph& g, const ScanOptions& o, TrainedWeights trained, int64_t steps) {
@@ -121,8 +123,7 @@ IntervalOptions interval_options(const Graph& g, const ScanOptions& o, TrainedWe
 // a proof at N one for every smaller N.
 Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardVerdict*>& pending) {
   std::vector<int64_t> safe(pending.size(), 0), unsafe(pending.size(), 0);
-  const DType format = precision_format(o.precision);
-  const std::vector<bool> in_format = format_map(g, o.precision);
+  const std::vector<DType> formats = value_formats(g, o.precision);
   auto probe = [&](int64_t n, const std::vector<size_t>& which) -> Status {
     auto a = analyze_intervals(g, interval_options(g, o, TrainedWeights::Steps, n));
     if (!a) return a.error();
@@ -130,7 +131,7 @@ Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardV
       std::string danger;
       const HazardSite& s = pending[k]->site;
       if (may_fail_in(s, g.nodes[static_cast<size_t>(s.node)], a->values, danger,
-                      danger_format(g, s, format, in_format))) {
+                      danger_format(g, s, formats))) {
         if (unsafe[k] == 0 || n < unsafe[k]) unsafe[k] = n;
       } else {
         safe[k] = std::max(safe[k], n);
@@ -171,8 +172,7 @@ Status find_safe_steps(const Graph& g, const ScanOptions& o, std::vector<HazardV
 Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // The proof for every run: the weights the program trains may take any value, unless the user says.
-  const DType format = precision_format(options.precision);
-  const std::vector<bool> in_format = format_map(g, options.precision);
+  const std::vector<DType> formats = value_formats(g, options.precision);
   const TrainedWeights every_run = options.ranum_weights ? TrainedWeights::RanumDefault : TrainedWeights::Unbounded;
   auto analysis = analyze_intervals(g, interval_options(g, options, every_run, 0));
   if (!analysis) return analysis.error();
@@ -180,6 +180,12 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
 
   ScanReport report;
   report.precision = options.precision;
+  if (precision_format(options.precision) == DType::Undefined)
+    for (DType f : formats)
+      if (f != DType::Undefined) {
+        report.stored_format = f;
+        break;
+      }
   report.assumptions = std::move(analysis->assumptions);
   report.unbounded_nodes = std::move(analysis->unbounded_nodes);
   std::vector<HazardSite> sites = find_hazards_in(g, options.precision);
@@ -211,7 +217,7 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       const IntervalTensor& operand = values[static_cast<size_t>(v.site.operand_value)];
       v.operand = operand.hull();
       v.operand_may_be_nan = operand.may_be_nan;
-      const bool meets = may_fail_in(v.site, node, values, v.danger, danger_format(g, v.site, format, in_format));
+      const bool meets = may_fail_in(v.site, node, values, v.danger, danger_format(g, v.site, formats));
       v.trained_operand = by_trained[static_cast<size_t>(v.site.operand_value)];
       const std::vector<int>& from = taint[static_cast<size_t>(v.site.operand_value)];
       if (!meets) {
@@ -246,7 +252,7 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       std::string danger;
       v->fails_initially =
           may_fail_in(v->site, g.nodes[static_cast<size_t>(v->site.node)], initial->values, danger,
-                      danger_format(g, v->site, format, in_format));
+                      danger_format(g, v->site, formats));
       if (!v->fails_initially) safe_initially.push_back(v);
     }
     // A propagated-only verdict whose upstream hazards all hold at the initial weights while it does not is
@@ -268,10 +274,12 @@ Result<ScanReport> scan(const Graph& g, const ScanOptions& options) {
       GRIST_TRY(find_safe_steps(g, options, safe_initially));
   }
   // The same conditions in float32 (no rounding, float32's danger zones): what the format alone can break.
-  if (format != DType::Undefined) {
+  if (any_format(formats)) {
     ScanOptions f32 = options;
     f32.precision = Precision::Fp32;
-    auto plain = analyze_intervals(g, interval_options(g, f32, every_run, 0));
+    IntervalOptions plain_options = interval_options(g, f32, every_run, 0);
+    plain_options.round_stored = false;  // a float16-stored model's values as float32 would hold them
+    auto plain = analyze_intervals(g, plain_options);
     if (!plain) return plain.error();
     for (HazardVerdict& v : report.verdicts) {
       std::string danger;

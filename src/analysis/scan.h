@@ -60,6 +60,9 @@ struct ScanOptions {
 
 struct ScanReport {
   Precision precision = Precision::Fp32;
+  // At a precision without a format: the 16-bit type the model stores values in (a `.half()` export), else
+  // Undefined — the format its half hazards and "safe in float32" verdicts are about.
+  DType stored_format = DType::Undefined;
   std::vector<HazardVerdict> verdicts;        // in execution order; `grist hunt` skips the every-run proofs
   int trained_weights = 0;                    // how many weights the model's training updates
   std::string training;                       // how they were bounded, for the report ("" when none train)

@@ -111,6 +111,15 @@ double sign_of(double x) { return x > 0 ? 1 : (x < 0 ? -1 : 0); }
 template <template <class> class F>
 ObjectiveValue typed(const Tensor& v, Tensor& seed) {
   ObjectiveValue r;
+  if (v.dtype() == DType::Float16 || v.dtype() == DType::BFloat16) {
+    // A value the model stores in 16 bits: the objective on its float32 widening (exact), and the seed (0, ±1,
+    // exact in the format) in the value's own type, as its backward expects.
+    Tensor wide, wide_seed;
+    cast_tensor(v, DType::Float32, wide);
+    r = typed<F>(wide, wide_seed);
+    cast_tensor(wide_seed, v.dtype(), seed);
+    return r;
+  }
   seed.resize_zero(v.dtype(), v.shape());
   dispatch_float(v.dtype(), [&](auto tag) { r = F<decltype(tag)>::run(v, seed.data<decltype(tag)>()); });
   return r;

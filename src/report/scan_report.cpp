@@ -44,14 +44,20 @@ std::string scope_text(const HazardVerdict& v) {
   return "";
 }
 
-std::string_view format_word(Precision p) {
-  return precision_format(p) == DType::Float16 ? "float16" : "bfloat16";
+// The 16-bit format the report is about: the precision's, else the one the model stores values in.
+DType report_format(const ScanReport& r) {
+  const DType p = precision_format(r.precision);
+  return p != DType::Undefined ? p : r.stored_format;
 }
 
-// Under a 16-bit precision, what the format changes: "safe in float32, may fail in float16" ("" otherwise).
+std::string_view format_word(const ScanReport& r) {
+  return report_format(r) == DType::Float16 ? "float16" : "bfloat16";
+}
+
+// Under a 16-bit format, what the format changes: "safe in float32, may fail in float16" ("" otherwise).
 std::string format_verdict(const ScanReport& r, const HazardVerdict& v) {
-  if (r.precision == Precision::Fp32 || v.verdict == Verdict::ProvedSafe || !v.safe_in_float32) return "";
-  return fmt::format("safe in float32, {} in {}", verdict_name(v.verdict), format_word(r.precision));
+  if (report_format(r) == DType::Undefined || v.verdict == Verdict::ProvedSafe || !v.safe_in_float32) return "";
+  return fmt::format("safe in float32, {} in {}", verdict_name(v.verdict), format_word(r));
 }
 
 }  // namespace
@@ -60,13 +66,14 @@ std::string to_text(const ScanReport& r, const std::string& model) {
   std::string s = fmt::format("grist scan {}: {} hazards: {} may fail, {} proved safe, {} propagated only ({:.1f} ms)\n",
                               model, r.verdicts.size(), r.count(Verdict::MayFail), r.count(Verdict::ProvedSafe),
                               r.count(Verdict::PropagatedOnly), r.seconds * 1e3);
-  if (r.precision != Precision::Fp32) {
+  if (report_format(r) != DType::Undefined) {
     int format_only = 0;
     for (const HazardVerdict& v : r.verdicts) format_only += !format_verdict(r, v).empty();
-    s += fmt::format("precision {}: intervals rounded to {} where the run rounds; {} hazard{} safe in float32 may "
-                     "fail in {}\n",
-                     precision_name(r.precision), format_word(r.precision), format_only, format_only == 1 ? "" : "s",
-                     format_word(r.precision));
+    const std::string mode = r.precision != Precision::Fp32
+                                 ? fmt::format("precision {}", precision_name(r.precision))
+                                 : fmt::format("model stored in {}", format_word(r));
+    s += fmt::format("{}: intervals rounded to {} where the run rounds; {} hazard{} safe in float32 may fail in {}\n",
+                     mode, format_word(r), format_only, format_only == 1 ? "" : "s", format_word(r));
   }
   if (!r.training.empty()) {
     int after_training = 0;
@@ -106,6 +113,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
   j["model"] = model;
   j["seconds"] = r.seconds;
   j["precision"] = std::string(precision_name(r.precision));
+  if (r.stored_format != DType::Undefined) j["stored_format"] = std::string(format_word(r));
   if (!r.training.empty()) j["training"] = {{"trained_weights", r.trained_weights}, {"bound", r.training}};
   j["summary"] = {{"hazards", r.verdicts.size()},
                   {"may_fail", r.count(Verdict::MayFail)},
@@ -137,7 +145,7 @@ nlohmann::json to_json(const ScanReport& r, const std::string& model) {
       h["safe_steps_at_least"] = v.steps_capped;
     }
     if (const std::string scope = scope_text(v); !scope.empty()) h["scope_text"] = scope;
-    if (r.precision != Precision::Fp32) {
+    if (report_format(r) != DType::Undefined) {
       h["safe_in_float32"] = v.safe_in_float32;
       if (const std::string fv = format_verdict(r, v); !fv.empty()) h["format_verdict"] = fv;
     }

@@ -161,3 +161,40 @@ TEST(HalfScan, AVarianceUnderASqrtMayFlushToZeroInFloat16Only) {
   EXPECT_TRUE(v->safe_in_float32);
   EXPECT_EQ(v->operand.lo, 0);  // ε = 1e-8 itself flushes to 0 in float16
 }
+
+// A model stored in float16 (a `.half()` export) scanned at the default precision: its values are float16's,
+// rounded as the engine rounds them, and its sites meet float16's danger zones, not float32's.
+TEST(HalfScan, AModelStoredInFloat16IsScannedInFloat16AtFp32) {
+  const Graph norm = stored_in(norm_model(), DType::Float16);
+  const ScanReport wide = scan_in(norm, Precision::Fp32, -100, 100);
+  const HazardVerdict* v = verdict(wide, Failure::HalfOverflow, "ReduceSumSquare");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->verdict, Verdict::MayFail);
+  EXPECT_EQ(v->operand.hi, kInf);  // Σx² up to 160000 rounds to +inf
+  EXPECT_TRUE(v->safe_in_float32);
+  EXPECT_EQ(v->danger, "|result| > 65504 (float16)");
+  // The report says what the stored format alone breaks, as under --precision fp16.
+  EXPECT_EQ(wide.stored_format, DType::Float16);
+  const std::string text = to_text(wide, "norm16");
+  EXPECT_NE(text.find("model stored in float16: intervals rounded to float16"), std::string::npos) << text;
+  EXPECT_NE(text.find("safe in float32, may fail in float16"), std::string::npos) << text;
+  const nlohmann::json j = to_json(wide, "norm16");
+  EXPECT_EQ(j.value("stored_format", ""), "float16");
+  const ScanReport small = scan_in(norm, Precision::Fp32, -60, 60);  // Σx² ≤ 57600 fits
+  ASSERT_NE(verdict(small, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
+  EXPECT_EQ(verdict(small, Failure::HalfOverflow, "ReduceSumSquare")->verdict, Verdict::ProvedSafe);
+  const Graph softmax = stored_in(softmax_model(), DType::Float16);
+  const ScanReport fifteen = scan_in(softmax, Precision::Fp32, -15, 15);
+  const HazardVerdict* e = verdict(fifteen, Failure::ExpOverflow, "Exp");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->verdict, Verdict::MayFail);
+  EXPECT_EQ(e->danger, "≥ 11.09 = ln 65504 (float16)");
+  const ScanReport ten = scan_in(softmax, Precision::Fp32, -10, 10);
+  EXPECT_EQ(verdict(ten, Failure::ExpOverflow, "Exp")->verdict, Verdict::ProvedSafe);
+  // bfloat16 keeps float32's range: the same norm fits.
+  const ScanReport bf16 = scan_in(stored_in(norm_model(), DType::BFloat16), Precision::Fp32, -100, 100);
+  EXPECT_EQ(bf16.stored_format, DType::BFloat16);
+  EXPECT_EQ(scan_in(norm_model(), Precision::Fp32, -100, 100).stored_format, DType::Undefined);  // float32-stored
+  ASSERT_NE(verdict(bf16, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
+  EXPECT_EQ(verdict(bf16, Failure::HalfOverflow, "ReduceSumSquare")->verdict, Verdict::ProvedSafe);
+}

@@ -125,6 +125,42 @@ TEST(HalfHazards, AmpCountsOnlyTheOpsAutocastRunsInHalf) {
   EXPECT_FALSE(in[static_cast<size_t>(attention.find_value("attn"))]);  // Softmax: float32
 }
 
+// A model stored in float16 or bfloat16 (a `.half()` export) at the default precision: its values are in
+// their stored format, so it has that format's sites and thresholds, not float32's alone.
+TEST(HalfHazards, AModelStoredInFloat16HasFloat16sSitesAtFp32) {
+  const auto norm = find_hazards_in(stored_in(norm_model(), DType::Float16), Precision::Fp32);
+  auto site = [](const std::vector<HazardSite>& sites, Failure f, const std::string& op) -> const HazardSite* {
+    for (const HazardSite& s : sites)
+      if (s.failure == f && s.op_type == op) return &s;
+    return nullptr;
+  };
+  ASSERT_NE(site(norm, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
+  EXPECT_EQ(site(norm, Failure::HalfOverflow, "ReduceSumSquare")->condition, "ReduceSumSquare result beyond float16's max");
+  ASSERT_NE(site(norm, Failure::HalfUnderflow, "Sqrt"), nullptr);
+  ASSERT_NE(site(norm, Failure::HalfUnderflow, "Div"), nullptr);
+  for (size_t i = 0; i < norm.size(); ++i) EXPECT_EQ(norm[i].id, static_cast<int>(i) + 1);
+  const auto softmax = find_hazards_in(stored_in(softmax_model(), DType::Float16), Precision::Fp32);
+  const HazardSite* e = site(softmax, Failure::ExpOverflow, "Exp");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->label().find("11.09"), std::string::npos) << e->label();
+  EXPECT_EQ(e->label().find("88.72 ("), std::string::npos) << e->label();
+  const auto bf16 = find_hazards_in(stored_in(norm_model(), DType::BFloat16), Precision::Fp32);
+  ASSERT_NE(site(bf16, Failure::HalfOverflow, "ReduceSumSquare"), nullptr);
+  EXPECT_EQ(site(bf16, Failure::HalfOverflow, "ReduceSumSquare")->condition,
+            "ReduceSumSquare result beyond bfloat16's max");
+}
+
+TEST(HalfHunt, ANormStoredInFloat16OverflowsAtFp32AndTheHuntNamesTheSumOfSquares) {
+  const Graph g = stored_in(norm_model(), DType::Float16);
+  const HuntReport r = hunt_in(g, Precision::Fp32, Data{50, 60, -100, 100, 1.0}, 100);
+  ASSERT_TRUE(has_site(r, Failure::HalfOverflow, "ReduceSumSquare"));
+  const HazardOutcome* hit = first_trigger(r);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(hit->event.op_type, "ReduceSumSquare") << hit->event.describe();
+  EXPECT_EQ(hit->site.failure, Failure::HalfOverflow) << hit->site.label();
+  EXPECT_LE(hit->iterations, 100);
+}
+
 TEST(HalfHunt, ANormsSumOfSquaresOverflowsFloat16AndTheScanNamesItFiniteInFloat32) {
   const Graph g = norm_model();
   const Data d{50, 60, -100, 100, 1.0};

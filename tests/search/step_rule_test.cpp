@@ -130,6 +130,30 @@ TEST(AdamStep, AFlippingGradientShrinksTheStepAndANanNeverLeaks) {
   EXPECT_EQ(x.data<float>()[1], 0.0f);
 }
 
+// An input the model stores in float16 (a `.half()` export) moves too, and stays float16.
+TEST(AdamStep, AndTheSignStepMoveFloat16InputsInTheirOwnType) {
+  auto half = [](std::initializer_list<float> v) {
+    Tensor h;
+    cast_tensor(Tensor::from<float>({1, 2}, v), DType::Float16, h);
+    return h;
+  };
+  auto value = [](const Tensor& t, int64_t i) { return t.get_as_double(i); };
+  AdamStep adam;
+  RowStepStats st;
+  Tensor x = half({1.0f, 2.0f});
+  adam.step(x, half({1.0f, -1.0f}), 0.5, std::nullopt, st);
+  ASSERT_EQ(x.dtype(), DType::Float16);
+  EXPECT_EQ(value(x, 0), 0.5);
+  EXPECT_EQ(value(x, 1), 2.5);
+  EXPECT_EQ(st.updated[0], 1.0);
+  Tensor y = half({1.0f, 2.0f});
+  sign_step(y, half({1.0f, -1.0f}), 0.25, std::make_pair(0.0, 2.125), st);
+  ASSERT_EQ(y.dtype(), DType::Float16);
+  EXPECT_EQ(value(y, 0), 0.75);
+  EXPECT_EQ(value(y, 1), 2.125);  // clipped
+  EXPECT_EQ(st.clipped[0], 0.5);
+}
+
 TEST(LineStep, HalvesUntilTheObjectiveFallsAndFallsBackToTheSignStep) {
   LineStep line;
   std::vector<RowStepStats> stats;

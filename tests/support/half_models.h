@@ -3,11 +3,13 @@
 // variance flushed to 0 under a sqrt. Built by hand, for the half-precision hunt and scan tests.
 #pragma once
 
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "graph/graph.h"
 #include "support/graph_builder.h"
+#include "tensor/tensor.h"
 
 namespace grist::testing::half_models {
 
@@ -66,6 +68,20 @@ inline Graph variance_model() {
   b.node("ReduceMean", {"sq"}, {"var"}, {{"axes", ints({1})}, {"keepdims", int_attr(1)}});
   b.node("Add", {"var", "eps"}, {"ve"}).node("Sqrt", {"ve"}, {"sd"}).node("Div", {"xc", "sd"}, {"y"});
   return b.output("y").build();
+}
+
+// The model as a `.half()` export stores it: every float32 value and weight in `t` (Float16 or BFloat16).
+inline Graph stored_in(Graph g, DType t) {
+  for (Value& v : g.values)
+    if (v.dtype == DType::Float32) v.dtype = t;
+  for (ValueId id : g.initializers) {
+    Value& v = g.values[static_cast<size_t>(id)];
+    if (!v.initial || v.initial->dtype() != DType::Float32) continue;
+    Tensor h;
+    cast_tensor(*v.initial, t, h);
+    v.initial = std::make_shared<const Tensor>(std::move(h));
+  }
+  return g;
 }
 
 }  // namespace grist::testing::half_models
