@@ -41,6 +41,16 @@ bool is_constant(const Graph& g, ValueId id) {
 
 std::string_view format_name(DType f) { return f == DType::Float16 ? "float16" : "bfloat16"; }
 
+// Whether `node` reads a float value computed in float32 (not a constant): its result, in the format, is that
+// value rounded down to the format.
+bool reads_float32_value(const Graph& g, const Node& node, const std::vector<DType>& formats) {
+  for (ValueId id : node.inputs)
+    if (id != kNoValue && float_or_unknown(g.value(id).dtype) && formats[static_cast<size_t>(id)] == DType::Undefined &&
+        !is_constant(g, id))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 std::vector<bool> values_in_format(const Graph& g, Precision p) {
@@ -155,6 +165,13 @@ std::vector<HazardSite> find_hazards_in(const Graph& g, Precision p) {
     } else if (overflows && result_in_format) {
       site(Failure::HalfOverflow, Objective::NegMaxAbs, 0, node.outputs[0],
            fmt::format("{} result beyond {}'s max", node.op_type, format_name(format)), keep_float32);
+    } else if (result_in_format && reads_float32_value(g, node, formats)) {
+      // A float32 value rounded to the format here (the exit Cast of a region kept in float32, an autocast
+      // export's Cast to float16, an op autocast runs in half on a float32 operand) overflows past its max.
+      site(Failure::HalfOverflow, Objective::NegMaxAbs, 0, node.outputs[0],
+           fmt::format("{} result beyond {}'s max (a float32 value rounded to it)", node.op_type,
+                       format_name(format)),
+           "keep the value's consumers in float32 too, or bound it before it returns to the format");
     }
     for (const UnderflowOperand& u : kUnderflowOperands) {
       if (u.op != node.op_type || !node.has_input(static_cast<size_t>(u.input))) continue;
