@@ -7,15 +7,7 @@ namespace grist {
 
 void AdamStep::step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
                     RowStepStats& stats) {
-  if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16) {
-    // An input the model stores in 16 bits: stepped in float32 and rounded back to its type, as sign_step does.
-    Tensor wide, wide_grad;
-    cast_tensor(x, DType::Float32, wide);
-    cast_tensor(grad, DType::Float32, wide_grad);
-    step(wide, wide_grad, eps, clip, stats);
-    cast_tensor(wide, x.dtype(), x);
-    return;
-  }
+  if (step_widened(x, grad, [&](Tensor& wx, const Tensor& wg) { step(wx, wg, eps, clip, stats); })) return;
   const int64_t n = x.numel();
   if (static_cast<int64_t>(m_.size()) != n) {
     m_.assign(static_cast<size_t>(n), 0.0);

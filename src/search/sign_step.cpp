@@ -12,15 +12,7 @@ RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<
 
 void sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
                RowStepStats& stats) {
-  if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16) {
-    // An input the model stores in 16 bits: stepped in float32 and rounded back to its type, as the run reads it.
-    Tensor wide, wide_grad;
-    cast_tensor(x, DType::Float32, wide);
-    cast_tensor(grad, DType::Float32, wide_grad);
-    sign_step(wide, wide_grad, eps, clip, stats);
-    cast_tensor(wide, x.dtype(), x);
-    return;
-  }
+  if (step_widened(x, grad, [&](Tensor& wx, const Tensor& wg) { sign_step(wx, wg, eps, clip, stats); })) return;
   const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
   const int64_t per_row = rows > 0 ? x.numel() / rows : 0;
   stats.updated.assign(static_cast<size_t>(rows), 0.0);
