@@ -14,41 +14,22 @@ void AdamStep::step(Tensor& x, const Tensor& grad, double eps, std::optional<std
     v_.assign(static_cast<size_t>(n), 0.0);
     t_.assign(static_cast<size_t>(n), 0);
   }
-  const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
-  const int64_t per_row = rows > 0 ? n / rows : 0;
-  stats.updated.assign(static_cast<size_t>(rows), 0.0);
-  stats.clipped.assign(static_cast<size_t>(rows), 0.0);
   dispatch_float(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    T* xv = x.data<T>();
     const T* gv = grad.data<T>();
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t moved = 0, held = 0;
-      for (int64_t j = r * per_row; j < (r + 1) * per_row; ++j) {
-        const auto k = static_cast<size_t>(j);
-        const double g = static_cast<double>(gv[j]);
-        if (std::isfinite(g) && g != 0) {
-          m_[k] = kBeta1 * m_[k] + (1 - kBeta1) * g;
-          v_[k] = kBeta2 * v_[k] + (1 - kBeta2) * g * g;
-          ++t_[k];
-        }
-        if (t_[k] == 0) continue;  // no gradient yet: nothing to step by
-        const double m_hat = m_[k] / correction(correction1_, kBeta1, t_[k]);
-        const double v_hat = v_[k] / correction(correction2_, kBeta2, t_[k]);
-        T next = static_cast<T>(static_cast<double>(xv[j]) - eps * m_hat / (std::sqrt(v_hat) + kEpsilon));
-        if (clip) {
-          const T c = std::min(std::max(next, static_cast<T>(clip->first)), static_cast<T>(clip->second));
-          if (c != next) ++held;
-          next = c;
-        }
-        if (next != xv[j]) ++moved;
-        xv[j] = next;
+    step_rows<T>(x, clip, stats, [&](int64_t j, T xj) -> std::optional<T> {
+      const auto k = static_cast<size_t>(j);
+      const double g = static_cast<double>(gv[j]);
+      if (std::isfinite(g) && g != 0) {
+        m_[k] = kBeta1 * m_[k] + (1 - kBeta1) * g;
+        v_[k] = kBeta2 * v_[k] + (1 - kBeta2) * g * g;
+        ++t_[k];
       }
-      if (per_row > 0) {
-        stats.updated[static_cast<size_t>(r)] = static_cast<double>(moved) / static_cast<double>(per_row);
-        stats.clipped[static_cast<size_t>(r)] = static_cast<double>(held) / static_cast<double>(per_row);
-      }
-    }
+      if (t_[k] == 0) return std::nullopt;  // no gradient yet: nothing to step by
+      const double m_hat = m_[k] / correction(correction1_, kBeta1, t_[k]);
+      const double v_hat = v_[k] / correction(correction2_, kBeta2, t_[k]);
+      return static_cast<T>(static_cast<double>(xj) - eps * m_hat / (std::sqrt(v_hat) + kEpsilon));
+    });
   });
 }
 

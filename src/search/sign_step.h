@@ -1,6 +1,8 @@
 // GRIST's input step: x ← clip(x − ε·sign(∂O/∂x), lo, hi), with per-row bookkeeping for data switching.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -20,6 +22,38 @@ RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<
 // The same, into `stats`, whose buffers are reused: the search loop steps every iteration.
 void sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
                RowStepStats& stats);
+
+// The per-row loop every input step shares: `next(j, x_j)` is element j's stepped value (nullopt: no step),
+// clipped to [lo, hi]; `stats` gets, per row (slices along dimension 0), the fractions of its elements that
+// moved and that the clip held back.
+template <class T, class Next>
+void step_rows(Tensor& x, std::optional<std::pair<double, double>> clip, RowStepStats& stats, Next&& next) {
+  const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
+  const int64_t per_row = rows > 0 ? x.numel() / rows : 0;
+  stats.updated.assign(static_cast<size_t>(rows), 0.0);
+  stats.clipped.assign(static_cast<size_t>(rows), 0.0);
+  T* xv = x.data<T>();
+  const T lo = clip ? static_cast<T>(clip->first) : T(0), hi = clip ? static_cast<T>(clip->second) : T(0);
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t moved = 0, held = 0;
+    for (int64_t j = r * per_row; j < (r + 1) * per_row; ++j) {
+      const std::optional<T> stepped = next(j, xv[j]);
+      if (!stepped) continue;
+      T to = *stepped;
+      if (clip) {
+        const T c = std::min(std::max(to, lo), hi);
+        if (c != to) ++held;
+        to = c;
+      }
+      if (to != xv[j]) ++moved;
+      xv[j] = to;
+    }
+    if (per_row > 0) {
+      stats.updated[static_cast<size_t>(r)] = static_cast<double>(moved) / static_cast<double>(per_row);
+      stats.clipped[static_cast<size_t>(r)] = static_cast<double>(held) / static_cast<double>(per_row);
+    }
+  }
+}
 
 // An input the model stores in 16 bits is stepped in float32 and rounded back to its type, as the run reads it:
 // `step(wide_x, wide_grad)` on float32 copies. False, and nothing done, for a float32 or float64 input.
