@@ -398,16 +398,14 @@ Result<NonFiniteEvent> run_witness(const Graph& g, const WitnessData& w) {
   if (w.pass == TriggerPass::TrainingBackward || w.pass == TriggerPass::LossBackward) {
     const ValueId loss = g.find_value(w.loss);
     GRIST_CHECK(loss != kNoValue, "the loss '{}' is not in the model", w.loss);
-    if (w.loss_scale) {  // seeded as GradScaler's scaled backward was
-      GradScaler scaler;
-      scaler.set_state({*w.loss_scale, 0, 0});
-      Tensor seed;
-      scaler.fill_seed(ex->value(loss), seed);
-      const Tensor* seeds[] = {&seed};
-      GRIST_TRY(ex->backward(std::span(&loss, 1), std::span(seeds)));
-    } else {
-      GRIST_TRY(ex->backward(loss));
+    // Seeded as the trigger's backward was: by GradScaler's scale where the witness carries one.
+    std::optional<GradScaler> scaler;
+    if (w.loss_scale) {
+      scaler.emplace();
+      scaler->set_state({*w.loss_scale, 0, 0});
     }
+    Tensor seed;
+    GRIST_TRY(training_backward(*ex, loss, {}, scaler ? &*scaler : nullptr, seed));
     return ex->backward_event();
   }
   return NonFiniteEvent{};
