@@ -9,6 +9,7 @@
 #include "data/idx.h"
 #include "data/npy.h"
 #include "data/npz.h"
+#include "data/row_cache.h"
 #include "data/streamed_rows.h"
 #include "onnx/tensor_proto.h"
 
@@ -141,7 +142,7 @@ Result<Dataset> Dataset::create(const Manifest& m, const Graph& g, int64_t batch
     std::shared_ptr<StreamedRows> streamed;
     Tensor loaded;
     if (streams(s.spec)) {
-      auto r = StreamedRows::open_idx(s.spec.file, kStreamedFrom, StreamedRows::default_cache_dir());
+      auto r = StreamedRows::open_idx(s.spec.file, kStreamedFrom, default_row_cache_dir());
       if (!r) return make_error("input '{}': {} (install Debian's dataset-fashion-mnist)", v.name, r.message());
       streamed = std::move(r).value();
     } else {

@@ -1,6 +1,5 @@
 #include "data/streamed_rows.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 
 #include "data/byte_order.h"
 #include "data/idx.h"
+#include "data/row_cache.h"
 
 namespace grist {
 
@@ -42,33 +42,7 @@ std::string idx_header(const IdxReader& r) {
   return h;
 }
 
-// The cached copy's name: the source's absolute path, device, inode, size, modification and status-change
-// times, hashed (FNV-1a), so that a changed or replaced file is read afresh — also one copied with its mtime
-// kept (cp -p, rsync -a, tar x), whose inode or ctime (which no user can set) differs.
-std::string cache_file_for(const std::string& path, const std::string& cache_dir) {
-  std::error_code ec;
-  const fs::path abs = fs::absolute(path, ec);
-  struct stat st {};
-  if (ec || ::stat(path.c_str(), &st) != 0) return "";
-  const std::string key =
-      fmt::format("{}\n{}\n{}\n{}\n{}.{}\n{}.{}", abs.string(), static_cast<unsigned long long>(st.st_dev),
-                  static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
-                  static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
-                  static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : key) h = (h ^ c) * 0x100000001b3ull;
-  return (fs::path(cache_dir) / fmt::format("{}-{:016x}", abs.filename().string(), h)).string();
-}
-
 }  // namespace
-
-std::string StreamedRows::default_cache_dir() {
-  if (const char* dir = std::getenv("GRIST_CACHE_DIR"))
-    return std::string(dir) == "off" ? std::string() : std::string(dir);
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "grist").string();
-  if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache" / "grist").string();
-  return "";
-}
 
 Result<std::shared_ptr<StreamedRows>> StreamedRows::open_idx(const std::string& path, uint64_t min_bytes,
                                                              const std::string& cache_dir) {
@@ -85,7 +59,7 @@ Result<std::shared_ptr<StreamedRows>> StreamedRows::open_idx(const std::string& 
     s->done_ = true;
     return s;
   }
-  std::string cache_file = reader->compressed() && !cache_dir.empty() ? cache_file_for(path, cache_dir) : "";
+  std::string cache_file = reader->compressed() && !cache_dir.empty() ? row_cache_file_for(path, cache_dir) : "";
   if (!cache_file.empty()) {
     // A copy kept by an earlier run, if it still holds what the file's header declares.
     std::error_code ec;
@@ -95,6 +69,7 @@ Result<std::shared_ptr<StreamedRows>> StreamedRows::open_idx(const std::string& 
           cached->shape() == reader->shape()) {
         reader = std::move(cached);
         s->from_cache_ = true;
+        touch_row_cache_file(cache_file);
         cache_file.clear();
       }
     }
@@ -163,7 +138,11 @@ void StreamedRows::read_all(std::unique_ptr<IdxReader> reader, std::string cache
     copy.close();
     std::error_code ec;
     if (st && !stop_ && copy) fs::rename(partial, cache_file, ec);
-    if (!st || stop_ || !copy || ec) fs::remove(partial, ec);
+    if (!st || stop_ || !copy || ec) {
+      fs::remove(partial, ec);
+    } else {
+      tidy_row_cache(cache_file, row_cache_limit_bytes());
+    }
   } else if (!partial.empty()) {
     std::error_code ec;
     fs::remove(partial, ec);

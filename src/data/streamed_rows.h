@@ -23,12 +23,10 @@ class StreamedRows {
   // is smaller than `min_bytes` are read at once (a thread is not worth it), and so are compressed files
   // declaring more than kMaxStreamedBytes: their memory follows the bytes that decompress (data/idx.h).
   // With a `cache_dir`, a compressed file's rows come from its uncompressed copy there when one was kept for
-  // this file (its path, size and modification time), and are kept there once read to the end otherwise.
+  // this file (data/row_cache.h), and are kept there once read to the end otherwise.
   static Result<std::shared_ptr<StreamedRows>> open_idx(const std::string& path, uint64_t min_bytes,
                                                         const std::string& cache_dir = "");
   static constexpr uint64_t kMaxStreamedBytes = uint64_t{1} << 30;
-  // $GRIST_CACHE_DIR (empty or "off": no cache), else $XDG_CACHE_HOME/grist, else $HOME/.cache/grist.
-  static std::string default_cache_dir();
   bool from_cache() const { return from_cache_; }
   ~StreamedRows();
   StreamedRows(const StreamedRows&) = delete;

@@ -141,6 +141,13 @@ TEST(StreamedRows, ACompressedFilesRowsAreKeptUncompressedForTheNextRead) {
   ASSERT_TRUE(replaced) << replaced.message();
   EXPECT_FALSE((*replaced)->from_cache());
   EXPECT_EQ((*replaced)->rows(), 2500);
+  ASSERT_TRUE((*replaced)->wait_rows(2500));
+  replaced->reset();
+  // The copies of the file as it was are never read again: only the replacement's copy is left.
+  EXPECT_EQ(files_in(cache).size(), 1u);
+  auto third = StreamedRows::open_idx(path, 0, cache);
+  ASSERT_TRUE(third) << third.message();
+  EXPECT_TRUE((*third)->from_cache());
 }
 
 TEST(StreamedRows, AShortFileLeavesNoCopy) {

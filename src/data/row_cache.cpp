@@ -1,0 +1,116 @@
+#include "data/row_cache.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace grist {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// A complete copy, "<name>-<8 hex>-<16 hex>" (or "<name>-<16 hex>", the single-hash name of grist before
+// session 10, which tidying removes like any stale copy), and a partial one: "<copy>.partial-<pid>-<n>".
+const std::regex& copy_name() {
+  static const std::regex re(R"(.+?-([0-9a-f]{8}-)?[0-9a-f]{16})");
+  return re;
+}
+const std::regex& partial_name() {
+  static const std::regex re(R"(.+?-([0-9a-f]{8}-)?[0-9a-f]{16}\.partial-([0-9]+)-[0-9]+)");
+  return re;
+}
+
+bool process_runs(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+
+}  // namespace
+
+std::string default_row_cache_dir() {
+  if (const char* dir = std::getenv("GRIST_CACHE_DIR"))
+    return std::string(dir) == "off" ? std::string() : std::string(dir);
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return (fs::path(xdg) / "grist").string();
+  if (const char* home = std::getenv("HOME"); home && *home) return (fs::path(home) / ".cache" / "grist").string();
+  return "";
+}
+
+std::string row_cache_file_for(const std::string& path, const std::string& cache_dir) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  struct stat st {};
+  if (ec || ::stat(path.c_str(), &st) != 0) return "";
+  const std::string key =
+      fmt::format("{}\n{}\n{}\n{}\n{}.{}\n{}.{}", abs.string(), static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
+                  static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
+                  static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
+  const auto path_hash = static_cast<uint32_t>(fnv1a(abs.string()));
+  return (fs::path(cache_dir) / fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key)))
+      .string();
+}
+
+uint64_t row_cache_limit_bytes() {
+  if (const char* mb = std::getenv("GRIST_CACHE_MAX_MB"); mb && *mb) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(mb, &end, 10);
+    if (end && *end == '\0') return static_cast<uint64_t>(v) << 20;
+  }
+  return uint64_t{2048} << 20;
+}
+
+void tidy_row_cache(const std::string& kept, uint64_t limit_bytes) {
+  std::error_code ec;
+  const fs::path kept_path(kept);
+  const std::string kept_name = kept_path.filename().string();
+  // "<name>-<8 hex>-": the same source file under any key.
+  const std::string same_source = kept_name.substr(0, kept_name.size() - 16);
+  struct Copy {
+    fs::path path;
+    uint64_t bytes;
+    fs::file_time_type used;
+  };
+  std::vector<Copy> copies;
+  uint64_t total = 0;
+  for (const auto& entry : fs::directory_iterator(kept_path.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_regular_file(ec) || name == kept_name) continue;
+    std::smatch m;
+    if (std::regex_match(name, m, partial_name())) {
+      if (!process_runs(std::strtol(m[2].str().c_str(), nullptr, 10))) fs::remove(entry.path(), ec);
+      continue;
+    }
+    if (!std::regex_match(name, m, copy_name())) continue;
+    if (!m[1].matched || (name.size() == kept_name.size() && name.compare(0, same_source.size(), same_source) == 0)) {
+      fs::remove(entry.path(), ec);
+      continue;
+    }
+    const uint64_t bytes = entry.file_size(ec);
+    if (ec) continue;
+    copies.push_back({entry.path(), bytes, entry.last_write_time(ec)});
+    total += bytes;
+  }
+  total += fs::file_size(kept_path, ec);
+  std::sort(copies.begin(), copies.end(), [](const Copy& a, const Copy& b) { return a.used < b.used; });
+  for (const Copy& c : copies) {
+    if (total <= limit_bytes) break;
+    if (fs::remove(c.path, ec)) total -= c.bytes;
+  }
+}
+
+void touch_row_cache_file(const std::string& copy) { ::utimensat(AT_FDCWD, copy.c_str(), nullptr, 0); }
+
+}  // namespace grist
