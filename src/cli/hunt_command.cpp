@@ -266,10 +266,15 @@ int replay_main(const std::string& path, bool json) {
   auto r = replay_witness(path);
   if (!r) return fail(r.message());
   if (json) {
-    nlohmann::json j{{"reproduced", r->reproduced}, {"expected_node", r->expected_node}, {"message", r->message}};
+    nlohmann::json j{{"reproduced", r->reproduced}, {"expected_node", r->expected_node}, {"message", r->message},
+                     {"step", r->step.empty() ? nlohmann::json() : nlohmann::json(r->step)},
+                     {"training_steps", r->training_steps}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%s\n", r->message.c_str());
+    std::printf("found with the %s input step%s\n", r->step.empty() ? "(not recorded)" : r->step.c_str(),
+                r->training_steps > 0 ? fmt::format(", after {} crafted training steps", r->training_steps).c_str()
+                                      : "");
   }
   return r->reproduced ? kExitNonFinite : kExitClean;
 }

@@ -40,6 +40,15 @@ Result<StepRule> parse_step_rule(const std::string& s) {
   return make_error("unknown step '{}' (expected sign, adam or line)", s);
 }
 
+const char* step_rule_name(StepRule s) {
+  switch (s) {
+    case StepRule::Sign: return "sign";
+    case StepRule::Adam: return "adam";
+    case StepRule::Line: return "line";
+  }
+  return "?";
+}
+
 namespace {
 Result<double> parse_number(const std::string& s) {
   try {

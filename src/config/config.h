@@ -85,6 +85,7 @@ Status apply_experiments_conf(const IniFile& ini, const std::string& source, Sea
 Result<Variant> parse_variant(const std::string& s);      // grist | grist-ns | original | random
 Result<SwitchScore> parse_switch_score(const std::string& s);  // score | fifo
 Result<StepRule> parse_step_rule(const std::string& s);         // sign | adam | line
+const char* step_rule_name(StepRule s);                        // its inverse
 Result<bool> parse_bool(const std::string& s);             // True/False/true/false/1/0/yes/no
 
 }  // namespace grist

@@ -32,6 +32,7 @@ struct ReplayResult {
   std::string expected_node;   // the producer the witness recorded
   NonFiniteEvent event;        // what the replay found
   int64_t training_steps = 0;  // crafted training steps replayed first (training-reached findings)
+  std::string step;            // the input step rule the hunt took (sign, adam, line; empty: not recorded)
   std::string message;         // one line for people
 };
 

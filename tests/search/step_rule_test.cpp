@@ -1,11 +1,15 @@
 // The opt-in input steps (search.step = adam | line): each lands where the sign step of a fixed ε hops over the
 // failure for ever, and the faithful loop takes the study's sign step whatever is asked.
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include <gtest/gtest.h>
 
 #include "config/manifest.h"
+#include "report/witness.h"
 #include "search/adam_step.h"
 #include "search/hunt.h"
 #include "search/line_step.h"
@@ -112,6 +116,32 @@ TEST(StepRules, TheFaithfulLoopTakesTheSignStepWhateverIsAsked) {
     ASSERT_TRUE(o.triggered);
     EXPECT_EQ(o.iterations, 345);
   }
+}
+
+// The same witness data is reached differently under another step rule: the sidecar records the rule the
+// inputs were stepped by, the faithful loop's sign step when it overrode the one asked, and replay reports it.
+TEST(StepRules, TheWitnessRecordsTheStepRuleAndReplayReportsIt) {
+  namespace fs = std::filesystem;
+  auto l = grist::testing::load_test_model("free_logits");
+  const fs::path dir = fs::temp_directory_path() / ("grist-step-rule-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::pair<bool, const char*> cases[] = {{false, "line"}, {true, "sign"}};
+  for (const auto& [faithful, recorded] : cases) {
+    Manifest m = l.manifest;
+    m.search.faithful = faithful;
+    m.search.max_iterations = 1000;
+    m.search.step = StepRule::Line;
+    HazardOutcome o = hunt_first(l.graph, m);
+    ASSERT_TRUE(o.triggered);
+    EXPECT_EQ(o.iterations, faithful ? 345 : 10);
+    auto files = write_witness(dir.string(), l.manifest.model, m, o);
+    ASSERT_TRUE(files.is_ok()) << files.message();
+    auto replay = replay_witness(files->json);
+    ASSERT_TRUE(replay.is_ok()) << replay.message();
+    EXPECT_TRUE(replay->reproduced) << replay->message;
+    EXPECT_EQ(replay->step, recorded) << "faithful " << faithful;
+  }
+  fs::remove_all(dir);
 }
 
 TEST(AdamStep, AFlippingGradientShrinksTheStepAndANanNeverLeaks) {
