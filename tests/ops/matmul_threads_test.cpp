@@ -20,6 +20,8 @@ struct ProductCase {
   bool bias = false;  // Gemm's C, one per output column
 };
 
+void PrintTo(const ProductCase& c, std::ostream* os) { *os << c.name; }
+
 std::vector<ProductCase> cases() {
   return {
       // 300 rows of 150 columns, 200 deep: split by rows.
