@@ -13,6 +13,7 @@
 
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
+#include "graph/constant_folding.h"
 #include "ops/registry.h"
 #include "tensor/half.h"
 #include "tensor/half_tensor.h"
@@ -186,6 +187,21 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     a.cast_version.assign(node.inputs.size(), 0);
     a.cast_format.assign(node.inputs.size(), DType::Undefined);
   }
+  const std::vector<uint8_t> foldable = fold_candidates(graph, [&](const Node& n) {
+    const OpDef* def = reg.find(n.op_type, n.domain);
+    return def && !def->has(kDrawsRandom);
+  });
+  ex.folds_.resize(graph.nodes.size());
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    if (!foldable[n]) continue;
+    const Node& node = graph.nodes[n];
+    auto& m = ex.folds_[n];
+    m.candidate = true;
+    m.versions.assign(node.inputs.size(), 0);
+    m.shapes.resize(node.inputs.size());
+    for (size_t i = 0; i < node.inputs.size(); ++i) m.shape_only.push_back(reads_only_shape(node, i));
+  }
+  ex.fold_precision_ = options.precision;
   return ex;
 }
 
@@ -291,6 +307,13 @@ Status Executor::forward() {
   };
   for (ValueId id : g.inputs) refresh(id);
   for (ValueId id : g.initializers) refresh(id);
+  // Kept outputs are dropped when the pass cannot keep them or a precision change would round them differently.
+  const bool fold = options_.fold_constants && !options_.release_dead_values;
+  if (!fold || options_.precision != fold_precision_) {
+    for (auto& m : folds_) m.holds = false;
+    fold_precision_ = options_.precision;
+  }
+  nodes_run_ = 0;
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     auto& a = args_[n];
@@ -304,6 +327,7 @@ Status Executor::forward() {
                   node.op_type, g.value(in).name);
       a.in[i] = &values_[static_cast<size_t>(in)];
     }
+    if (fold && folds_[n].holds && fold_holds(n)) continue;
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       ValueId out = node.outputs[o];
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
@@ -341,8 +365,56 @@ Status Executor::forward() {
       }
     if (options_.scan_nonfinite) note_forward_nonfinite(n);
     if (options_.release_dead_values) release_dead_values(n);
+    ++nodes_run_;
+    if (fold && folds_[n].candidate) remember_fold(n);
   }
   return Status::ok();
+}
+
+// A folded node's inputs are those its kept outputs were computed from.
+bool Executor::fold_holds(size_t n) const {
+  const Node& node = graph_->nodes[n];
+  const FoldMemo& m = folds_[n];
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId in = node.inputs[i];
+    if (in == kNoValue) continue;
+    const auto v = static_cast<size_t>(in);
+    if (m.shape_only[i] ? values_[v].shape() != m.shapes[i] : version_[v] != m.versions[i]) return false;
+  }
+  return true;
+}
+
+// Keeps node n's outputs for the passes that follow when they are shape arithmetic: small results computed from
+// no float values, or a Constant's finite value. A folded node never runs again while it holds, so it can never be
+// the first producer of a NaN/Inf: what it keeps is finite. A node that fails the test is never folded.
+void Executor::remember_fold(size_t n) {
+  const Node& node = graph_->nodes[n];
+  FoldMemo& m = folds_[n];
+  const bool constant_op = node.domain.empty() && node.op_type == "Constant";
+  bool keep = true;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId in = node.inputs[i];
+    if (in != kNoValue && !m.shape_only[i] && is_float(values_[static_cast<size_t>(in)].dtype())) keep = false;
+  }
+  for (ValueId out : node.outputs) {
+    if (out == kNoValue) continue;
+    const Tensor& t = values_[static_cast<size_t>(out)];
+    if (is_float(t.dtype()) ? !constant_op || !all_finite(t) : !constant_op && t.numel() > kMaxFoldedElements)
+      keep = false;
+  }
+  if (!keep) {
+    m.candidate = m.holds = false;
+    return;
+  }
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId in = node.inputs[i];
+    if (in == kNoValue) continue;
+    if (m.shape_only[i]) m.shapes[i] = values_[static_cast<size_t>(in)].shape();
+    else m.versions[i] = version_[static_cast<size_t>(in)];
+  }
+  for (ValueId out : node.outputs)
+    if (out != kNoValue) finite_[static_cast<size_t>(out)] = 1;
+  m.holds = true;
 }
 
 // Rounds value `id` to `format` (Undefined: leaves it) and, with the scan on, notes what the rounding did for

@@ -33,6 +33,9 @@ struct ExecutorOptions {
   // not every activation. value() of a freed id is an undefined tensor; graph outputs are kept; backward()
   // refuses to run. A later forward() recomputes everything (and allocates again).
   bool release_dead_values = false;
+  // Runs constant shape arithmetic once and skips it while its inputs stay (graph/constant_folding.h); off
+  // with release_dead_values, whose pass frees what it would keep.
+  bool fold_constants = true;
 };
 
 class Executor {
@@ -68,6 +71,9 @@ class Executor {
   // (a value read by one node), else a pass over it. GradScaler's inf check, without a pass of its own.
   bool grad_finite(ValueId id) const;
 
+  // The kernels the last forward() ran: every node but those it folded.
+  size_t nodes_run() const { return nodes_run_; }
+
   const NonFiniteEvent& forward_event() const { return forward_event_; }
   // The first gradient node that turned finite gradients into non-finite ones whose NaN/Inf reached a
   // wanted gradient (a `wrt` source of the last backward): a failure of the program's backward pass.
@@ -94,6 +100,8 @@ class Executor {
   void round_to_format_noting(ValueId id, Tensor& t, std::span<const ValueId> inputs, DType format);
   void note_rounding(NonFiniteEvent& e, ValueId out) const;
   bool finite_known(ValueId id);
+  bool fold_holds(size_t n) const;
+  void remember_fold(size_t n);
 
   const Graph* graph_ = nullptr;
   ExecutorOptions options_;
@@ -127,6 +135,17 @@ class Executor {
     std::vector<DType> cast_format;
   };
   std::vector<NodeArgs> args_;
+  // Constant folding, per node: what a foldable node's kept outputs were computed from.
+  struct FoldMemo {
+    bool candidate = false;          // graph/constant_folding.h's rule, until a pass finds a float or large tensor
+    bool holds = false;              // the outputs are those of the inputs recorded below
+    std::vector<uint64_t> versions;  // per input read for its values: the version it ran on
+    std::vector<Shape> shapes;       // per input read only for its shape: the shape it ran on
+    std::vector<uint8_t> shape_only; // per input: graph/constant_folding.h's reads_only_shape
+  };
+  std::vector<FoldMemo> folds_;
+  Precision fold_precision_ = Precision::Fp32;  // the precision the kept outputs were rounded under
+  size_t nodes_run_ = 0;
   // Backward plans, one per (outputs, wrt) asked for; a hunt alternates between two or three.
   std::vector<BackwardPlan> plans_;
   const std::vector<uint8_t>* needs_grad_ = nullptr;  // the plan of the pass running

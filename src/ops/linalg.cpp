@@ -11,28 +11,38 @@
 
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
+#include "util/thread_pool.h"
 
 namespace grist {
 namespace {
 
-// A row-major matrix in memory, used as stored or transposed.
+// A row-major matrix in memory, used as stored or transposed; `ld` elements apart from one stored row to the
+// next (0: `cols`, a matrix of its own rather than a block of a wider one).
 template <class T>
 struct MatRef {
   const T* data;
   int64_t rows, cols;  // as stored
   bool transposed = false;
+  int64_t ld = 0;
 
-  MatRef t() const { return {data, rows, cols, !transposed}; }
+  MatRef t() const { return {data, rows, cols, !transposed, ld}; }
   int64_t op_rows() const { return transposed ? cols : rows; }
   int64_t op_cols() const { return transposed ? rows : cols; }
+  int64_t stride() const { return ld ? ld : cols; }
+  // Rows [r0, r1) / columns [c0, c1) of the matrix as used.
+  MatRef op_row_range(int64_t r0, int64_t r1) const {
+    return transposed ? MatRef{data + r0, rows, r1 - r0, true, stride()}
+                      : MatRef{data + r0 * stride(), r1 - r0, cols, false, stride()};
+  }
+  MatRef op_col_range(int64_t c0, int64_t c1) const {
+    return transposed ? MatRef{data + c0 * stride(), c1 - c0, cols, true, stride()}
+                      : MatRef{data + c0, rows, c1 - c0, false, stride()};
+  }
 };
 
-// out = alpha·a·b, or out += alpha·a·b when accumulating; out is row-major [a.op_rows, b.op_cols].
-template <class T>
-void gemm(MatRef<T> a, MatRef<T> b, T alpha, bool accumulate, T* out) {
-  Eigen::Map<RowMajorMatrix<T>> y(out, a.op_rows(), b.op_cols());
-  Eigen::Map<const RowMajorMatrix<T>> ma(a.data, a.rows, a.cols);
-  Eigen::Map<const RowMajorMatrix<T>> mb(b.data, b.rows, b.cols);
+// y = alpha·op(ma)·op(mb), or y += that, on Eigen maps of any stride.
+template <class T, class Y, class A, class B>
+void product(Y&& y, const A& ma, bool ta, const B& mb, bool tb, T alpha, bool accumulate) {
   auto run = [&](const auto& lhs, const auto& rhs) {
     if (accumulate) {
       y.noalias() += alpha * (lhs * rhs);
@@ -40,14 +50,53 @@ void gemm(MatRef<T> a, MatRef<T> b, T alpha, bool accumulate, T* out) {
       y.noalias() = alpha * (lhs * rhs);
     }
   };
-  if (!a.transposed && !b.transposed) {
+  if (!ta && !tb) {
     run(ma, mb);
-  } else if (a.transposed && !b.transposed) {
+  } else if (ta && !tb) {
     run(ma.transpose(), mb);
-  } else if (!a.transposed) {
+  } else if (!ta) {
     run(ma, mb.transpose());
   } else {
     run(ma.transpose(), mb.transpose());
+  }
+}
+
+// With more than one kernel thread (util/thread_pool.h), a product is split into chunks of at least this many
+// multiply-adds, Conv's threshold (ops/conv_pool.cpp): below it, waking a worker costs about what the chunk saves,
+// so a hunt's small graphs stay on one thread.
+constexpr int64_t kMinChunkWork = int64_t{1} << 19;
+
+int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work_per_item, 1));
+}
+
+// out = alpha·a·b, or out += alpha·a·b when accumulating; out is row-major [a.op_rows, b.op_cols]. Split over
+// chunks of output rows (columns when there are more of those); every output element is one chunk's, summed
+// over the whole inner dimension by one Eigen product. On one chunk, the product of plain maps as always.
+template <class T>
+void gemm(MatRef<T> a, MatRef<T> b, T alpha, bool accumulate, T* out) {
+  const int64_t m = a.op_rows(), n = b.op_cols(), k = a.op_cols();
+  const bool by_rows = m >= n;
+  if (chunk_count(by_rows ? m : n, grain_for(by_rows ? n * k : m * k)) <= 1) {
+    product<T>(Eigen::Map<RowMajorMatrix<T>>(out, m, n), Eigen::Map<const RowMajorMatrix<T>>(a.data, a.rows, a.cols),
+               a.transposed, Eigen::Map<const RowMajorMatrix<T>>(b.data, b.rows, b.cols), b.transposed, alpha,
+               accumulate);
+    return;
+  }
+  using Strided = Eigen::OuterStride<>;
+  auto block = [&](MatRef<T> pa, MatRef<T> pb, T* py) {
+    product<T>(Eigen::Map<RowMajorMatrix<T>, 0, Strided>(py, pa.op_rows(), pb.op_cols(), Strided(n)),
+               Eigen::Map<const RowMajorMatrix<T>, 0, Strided>(pa.data, pa.rows, pa.cols, Strided(pa.stride())),
+               pa.transposed,
+               Eigen::Map<const RowMajorMatrix<T>, 0, Strided>(pb.data, pb.rows, pb.cols, Strided(pb.stride())),
+               pb.transposed, alpha, accumulate);
+  };
+  if (by_rows) {
+    parallel_for(m, grain_for(n * k),
+                 [&](int64_t, int64_t r0, int64_t r1) { block(a.op_row_range(r0, r1), b, out + r0 * n); });
+  } else {
+    parallel_for(n, grain_for(m * k),
+                 [&](int64_t, int64_t c0, int64_t c1) { block(a, b.op_col_range(c0, c1), out + c0); });
   }
 }
 
@@ -109,8 +158,21 @@ void matmul_forward_typed(const Tensor& a, const Tensor& b, const MatMulDims& d,
     gemm<T>({pa, d.batch.numel() * m, k}, {pb, k, n}, T(1), false, py);
     return;
   }
-  for_each_batch_item(d, [&](int64_t o, int64_t ia, int64_t ib) {
-    gemm<T>({pa + ia * m * k, m, k}, {pb + ib * k * n, k, n}, T(1), false, py + o * m * n);
+  // Items in chunks across the kernel threads (each item's product then runs on its chunk's thread): every
+  // output item is written once. Attention's [batch·heads, s, s] products are many small items.
+  const std::array<std::array<int64_t, Shape::kMaxRank>, 2> strides{broadcast_strides(d.a_batch, d.batch),
+                                                                    broadcast_strides(d.b_batch, d.batch)};
+  parallel_for(d.batch.numel(), grain_for(m * k * n), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t o = first; o < last; ++o) {
+      int64_t ia = 0, ib = 0;
+      for (int64_t dim = d.batch.rank() - 1, rest = o; dim >= 0; --dim) {
+        const int64_t at = rest % d.batch[static_cast<int>(dim)];
+        rest /= d.batch[static_cast<int>(dim)];
+        ia += at * strides[0][static_cast<size_t>(dim)];
+        ib += at * strides[1][static_cast<size_t>(dim)];
+      }
+      gemm<T>({pa + ia * m * k, m, k}, {pb + ib * k * n, k, n}, T(1), false, py + o * m * n);
+    }
   });
 }
 

@@ -291,3 +291,58 @@ TEST(RealModelsOracle, OnnxRuntimeRanEveryCase) {
 }
 
 }  // namespace
+
+// Constant folding (graph/constant_folding.h): a second pass runs only what depends on the data, with outputs and
+// every gradient bit for bit those of the unfolded graph. Prints the nodes each pass runs for docs/PERFORMANCE.md.
+TEST_P(RealModels, FoldedShapeArithmeticKeepsOutputsAndGradientsBitForBit) {
+  const Param& p = GetParam();
+  if (refused_for_pending_ops()) return;
+  auto exp = expected();
+  ASSERT_TRUE(exp.is_ok()) << exp.message();
+  ValueId y = graph_->find_value("y");
+  ASSERT_NE(y, kNoValue);
+  std::vector<Executor> runs;
+  runs.reserve(2);
+  for (bool fold : {true, false}) {
+    ExecutorOptions opts;
+    opts.dropout_training = false;
+    opts.fold_constants = fold;
+    auto ex = Executor::create(*graph_, opts);
+    ASSERT_TRUE(ex.is_ok()) << ex.message();
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const auto& [key, t] : *exp)
+        if (key.rfind("input:", 0) == 0) {
+          ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << key;
+        }
+      ASSERT_TRUE(ex->forward().is_ok());
+      ASSERT_TRUE(ex->backward(y).is_ok());
+    }
+    runs.push_back(std::move(ex).value());
+  }
+  const Executor &folded = runs[0], &plain = runs[1];
+  auto same = [&](const Tensor& a, const Tensor& b, const std::string& what) {
+    ASSERT_EQ(a.shape(), b.shape()) << what;
+    for (int64_t i = 0; i < a.numel(); ++i) ASSERT_EQ(a.get_as_double(i), b.get_as_double(i)) << what << " at " << i;
+  };
+  same(plain.value(y), folded.value(y), "output y");
+  int grads = 0;
+  for (ValueId id : graph_->initializers)
+    if (plain.grad(id)) {
+      ASSERT_NE(folded.grad(id), nullptr) << graph_->value(id).name;
+      same(*plain.grad(id), *folded.grad(id), "gradient of " + graph_->value(id).name);
+      ++grads;
+    }
+  for (ValueId id : graph_->inputs) {
+    ASSERT_NE(folded.grad(id), nullptr) << graph_->value(id).name;
+    same(*plain.grad(id), *folded.grad(id), "gradient of " + graph_->value(id).name);
+  }
+  EXPECT_GT(grads, 0);
+  const bool has_shape_arithmetic = std::any_of(graph_->nodes.begin(), graph_->nodes.end(),
+                                                [](const Node& n) { return n.op_type == "Shape"; });
+  EXPECT_EQ(plain.nodes_run(), graph_->nodes.size());
+  if (has_shape_arithmetic) {
+    EXPECT_LT(folded.nodes_run(), graph_->nodes.size()) << p.case_name();
+  }
+  std::printf("[ e2e ] %s: %zu nodes, %zu run in a pass after the first with folding\n", p.case_name().c_str(),
+              graph_->nodes.size(), folded.nodes_run());
+}
