@@ -515,15 +515,6 @@ constexpr auto narrow_kernels(std::index_sequence<P...>) {
   return std::array<void (*)(const T*, const T*, int64_t, int64_t, T*), sizeof...(P)>{narrow_rows<T, P + 1>...};
 }
 
-// With more than one kernel thread (util/thread_pool.h), work is split into chunks of at least this many
-// multiply-adds: below it, waking a worker costs about as much as the chunk saves.
-constexpr int64_t kMinChunkWork = int64_t{1} << 19;
-
-// The grain (items per chunk) for parallel_for over items costing `work_per_item` multiply-adds each.
-int64_t grain_for(int64_t work_per_item) {
-  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work_per_item, 1));
-}
-
 // Scratch slot `base` for chunk 0 (the serial path's own), and from 16 on for the other chunks: taken before the
 // chunks start, since taking a slot may grow the state's deque.
 constexpr size_t kChunkSlots = 16;

@@ -61,15 +61,6 @@ void product(Y&& y, const A& ma, bool ta, const B& mb, bool tb, T alpha, bool ac
   }
 }
 
-// With more than one kernel thread (util/thread_pool.h), a product is split into chunks of at least this many
-// multiply-adds, Conv's threshold (ops/conv_pool.cpp): below it, waking a worker costs about what the chunk saves,
-// so a hunt's small graphs stay on one thread.
-constexpr int64_t kMinChunkWork = int64_t{1} << 19;
-
-int64_t grain_for(int64_t work_per_item) {
-  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work_per_item, 1));
-}
-
 // out = alpha·a·b, or out += alpha·a·b when accumulating; out is row-major [a.op_rows, b.op_cols]. Split over
 // chunks of output rows (columns when there are more of those); every output element is one chunk's, summed
 // over the whole inner dimension by one Eigen product. On one chunk, the product of plain maps as always.

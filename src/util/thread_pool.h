@@ -3,6 +3,7 @@
 // runs everything on the calling thread, exactly as before.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -51,6 +52,15 @@ void parallel_for(int64_t n, int64_t grain, F&& f) {
   }
   std::remove_reference_t<F>& ref = f;
   detail::run_chunks(n, chunks, ChunkFn(ref));
+}
+
+// Kernels split their work into chunks of at least this many multiply-adds: below it, waking a worker costs about
+// as much as the chunk saves, so small layers and a hunt's small graphs stay on one thread.
+inline constexpr int64_t kMinChunkWork = int64_t{1} << 19;
+
+// The grain (items per chunk) for parallel_for over items costing `work_per_item` multiply-adds each.
+inline int64_t grain_for(int64_t work_per_item) {
+  return std::max<int64_t>(1, kMinChunkWork / std::max<int64_t>(work_per_item, 1));
 }
 
 }  // namespace grist
