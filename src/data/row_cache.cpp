@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
@@ -59,7 +60,7 @@ std::string row_cache_file_for(const std::string& path, const std::string& cache
                   static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
                   static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
   const auto path_hash = static_cast<uint32_t>(fnv1a(abs.string()));
-  return (fs::path(cache_dir) / fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key)))
+  return (fs::path(cache_dir) / kRowCacheFolder / fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key)))
       .string();
 }
 
@@ -72,7 +73,9 @@ uint64_t row_cache_limit_bytes() {
   return uint64_t{2048} << 20;
 }
 
-void tidy_row_cache(const std::string& kept, uint64_t limit_bytes) {
+namespace {
+
+void tidy(const std::string& kept, uint64_t limit_bytes) {
   std::error_code ec;
   const fs::path kept_path(kept);
   const std::string kept_name = kept_path.filename().string();
@@ -85,12 +88,17 @@ void tidy_row_cache(const std::string& kept, uint64_t limit_bytes) {
   };
   std::vector<Copy> copies;
   uint64_t total = 0;
-  for (const auto& entry : fs::directory_iterator(kept_path.parent_path(), ec)) {
+  fs::directory_iterator it(kept_path.parent_path(), ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file(ec) || name == kept_name) continue;
     std::smatch m;
     if (std::regex_match(name, m, partial_name())) {
-      if (!process_runs(std::strtol(m[2].str().c_str(), nullptr, 10))) fs::remove(entry.path(), ec);
+      // Its writer's pid may belong to another machine or PID namespace sharing the folder: an hour's age too.
+      const auto age = fs::file_time_type::clock::now() - entry.last_write_time(ec);
+      if (!ec && age > std::chrono::hours(1) && !process_runs(std::strtol(m[2].str().c_str(), nullptr, 10)))
+        fs::remove(entry.path(), ec);
       continue;
     }
     if (!std::regex_match(name, m, copy_name())) continue;
@@ -108,6 +116,17 @@ void tidy_row_cache(const std::string& kept, uint64_t limit_bytes) {
   for (const Copy& c : copies) {
     if (total <= limit_bytes) break;
     if (fs::remove(c.path, ec)) total -= c.bytes;
+  }
+}
+
+}  // namespace
+
+// Housekeeping runs on the reader's thread: nothing it meets (an unreadable entry on a network file system) may
+// escape as an exception and end the process.
+void tidy_row_cache(const std::string& kept, uint64_t limit_bytes) {
+  try {
+    tidy(kept, limit_bytes);
+  } catch (...) {
   }
 }
 

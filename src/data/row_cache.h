@@ -7,10 +7,14 @@
 
 namespace grist {
 
+// The copies live in a folder of their own under the cache folder, so that tidying never meets a user's files
+// even when $GRIST_CACHE_DIR names a folder that holds other things.
+inline constexpr const char* kRowCacheFolder = "idx-rows";
+
 // $GRIST_CACHE_DIR (empty or "off": no cache), else $XDG_CACHE_HOME/grist, else $HOME/.cache/grist.
 std::string default_row_cache_dir();
 
-// The copy of `path` in `cache_dir`: "<file name>-<path hash>-<key hash>", the key being the source's absolute
+// The copy of `path` in `cache_dir`/idx-rows: "<file name>-<path hash>-<key hash>", the key being the source's absolute
 // path, device, inode, size, modification and status-change times, so that a changed or replaced file is
 // read afresh — also one copied with its mtime kept (cp -p, rsync -a, tar x), whose inode or ctime (which no
 // user can set) differs. Empty when the file cannot be stat'ed.

@@ -39,7 +39,7 @@ TEST(RowCache, ACopyIsNamedBySourceAndKeyAndChangesWhenTheSourceIsReplaced) {
   ScratchDir dir;
   const std::string src = dir.write("train-images-idx3-ubyte.gz", "one");
   const std::string a = row_cache_file_for(src, dir.path("cache"));
-  EXPECT_EQ(fs::path(a).parent_path(), fs::path(dir.path("cache")));
+  EXPECT_EQ(fs::path(a).parent_path(), fs::path(dir.path("cache")) / "idx-rows");
   const std::string name = fs::path(a).filename().string();
   ASSERT_EQ(name.size(), std::string("train-images-idx3-ubyte.gz").size() + 1 + 8 + 1 + 16) << name;
   dir.write("train-images-idx3-ubyte.gz.new", "other");
@@ -59,14 +59,16 @@ TEST(RowCache, TidyingRemovesStaleCopiesAndDeadPartialsOnly) {
   put(dir, "rows.gz-0000abcd-2222222222222222", 100, seconds(10));          // the same source, another key
   put(dir, "rows.gz-3333333333333333", 100, seconds(10));                   // an old single-hash name
   put(dir, "other.gz-0000beef-4444444444444444", 100, seconds(10));         // another source: stays
-  put(dir, "rows.gz-0000abcd-5555555555555555.partial-999999999-0", 50, seconds(10));  // no such process
+  put(dir, "rows.gz-0000abcd-5555555555555555.partial-999999999-0", 50, seconds(7200));  // no such process
+  const std::string recent = "rows.gz-0000abcd-7777777777777777.partial-999999998-0";
+  put(dir, recent, 50, seconds(10));  // no such process here, but recent: perhaps another machine's
   const std::string live = "rows.gz-0000abcd-6666666666666666.partial-" + std::to_string(getpid()) + "-0";
   put(dir, live, 50, seconds(10));                                           // this process: still writing
   put(dir, "notes.txt", 10, seconds(10));                                    // not the cache's: stays
   tidy_row_cache(kept, uint64_t{1} << 30);
   EXPECT_EQ(names_in(fs::path(kept).parent_path().string()),
             (std::vector<std::string>{"notes.txt", "other.gz-0000beef-4444444444444444",
-                                      "rows.gz-0000abcd-1111111111111111", live}));
+                                      "rows.gz-0000abcd-1111111111111111", live, recent}));
 }
 
 TEST(RowCache, TidyingKeepsTheFolderUnderItsLimitDroppingTheLeastRecentlyUsed) {

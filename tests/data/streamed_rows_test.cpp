@@ -110,10 +110,10 @@ TEST(StreamedRows, ACompressedFilesRowsAreKeptUncompressedForTheNextRead) {
   EXPECT_FALSE((*first)->from_cache());
   ASSERT_TRUE((*first)->wait_rows(3000));
   first->reset();  // joins the reading thread, which has renamed its copy into place
-  const std::vector<std::string> kept = files_in(cache);
+  const std::vector<std::string> kept = files_in(cache + "/idx-rows");
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0].rfind("rows-idx2.gz-", 0), 0u) << kept[0];
-  auto copy = read_idx(cache + "/" + kept[0]);  // a plain IDX file
+  auto copy = read_idx(cache + "/idx-rows/" + kept[0]);  // a plain IDX file
   ASSERT_TRUE(copy) << copy.message();
   ASSERT_EQ(copy->nbytes(), whole->nbytes());
   EXPECT_EQ(std::memcmp(copy->raw(), whole->raw(), whole->nbytes()), 0);
@@ -144,7 +144,7 @@ TEST(StreamedRows, ACompressedFilesRowsAreKeptUncompressedForTheNextRead) {
   ASSERT_TRUE((*replaced)->wait_rows(2500));
   replaced->reset();
   // The copies of the file as it was are never read again: only the replacement's copy is left.
-  EXPECT_EQ(files_in(cache).size(), 1u);
+  EXPECT_EQ(files_in(cache + "/idx-rows").size(), 1u);
   auto third = StreamedRows::open_idx(path, 0, cache);
   ASSERT_TRUE(third) << third.message();
   EXPECT_TRUE((*third)->from_cache());
@@ -157,7 +157,7 @@ TEST(StreamedRows, AShortFileLeavesNoCopy) {
   ASSERT_TRUE(s) << s.message();
   EXPECT_FALSE((*s)->wait_rows(3000));
   s->reset();
-  EXPECT_TRUE(files_in(cache).empty());
+  EXPECT_TRUE(files_in(cache + "/idx-rows").empty());
 }
 
 // The hunt's first batches of Fashion-MNIST's training images, streamed, are the file's rows as read_idx reads
