@@ -88,8 +88,10 @@ void tidy(const std::string& kept, uint64_t limit_bytes) {
   };
   std::vector<Copy> copies;
   uint64_t total = 0;
-  fs::directory_iterator it(kept_path.parent_path(), ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
+  // Its own error code: a failed stat or remove of one entry below must not end the walk.
+  std::error_code walk;
+  fs::directory_iterator it(kept_path.parent_path(), walk), end;
+  for (; !walk && it != end; it.increment(walk)) {
     const fs::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
     if (!entry.is_regular_file(ec) || name == kept_name) continue;
