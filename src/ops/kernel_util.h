@@ -19,6 +19,21 @@ bool broadcast_shapes(const Shape& a, const Shape& b, Shape& out);
 // Strides of `in` viewed at the rank of `out` (right-aligned), 0 on broadcast dimensions.
 std::array<int64_t, Shape::kMaxRank> broadcast_strides(const Shape& in, const Shape& out);
 
+// broadcast_loop's in_index for one element `out_index` of `out`, computed directly: for loops that start
+// anywhere, such as a chunk of a parallel_for.
+template <int N>
+std::array<int64_t, N> broadcast_index(const Shape& out,
+                                       const std::array<std::array<int64_t, Shape::kMaxRank>, N>& strides,
+                                       int64_t out_index) {
+  std::array<int64_t, N> idx{};
+  for (int d = out.rank() - 1; d >= 0; --d) {
+    const int64_t at = out_index % out[d];
+    out_index /= out[d];
+    for (int k = 0; k < N; ++k) idx[k] += at * strides[k][d];
+  }
+  return idx;
+}
+
 // Calls f(out_index, in_index[0..N)) for every element of `out`, where operand k has `strides[k]`
 // from broadcast_strides. The innermost dimension runs as a plain loop.
 template <int N, class F>

@@ -155,13 +155,7 @@ void matmul_forward_typed(const Tensor& a, const Tensor& b, const MatMulDims& d,
                                                                     broadcast_strides(d.b_batch, d.batch)};
   parallel_for(d.batch.numel(), grain_for(m * k * n), [&](int64_t, int64_t first, int64_t last) {
     for (int64_t o = first; o < last; ++o) {
-      int64_t ia = 0, ib = 0;
-      for (int64_t dim = d.batch.rank() - 1, rest = o; dim >= 0; --dim) {
-        const int64_t at = rest % d.batch[static_cast<int>(dim)];
-        rest /= d.batch[static_cast<int>(dim)];
-        ia += at * strides[0][static_cast<size_t>(dim)];
-        ib += at * strides[1][static_cast<size_t>(dim)];
-      }
+      const auto [ia, ib] = broadcast_index<2>(d.batch, strides, o);
       gemm<T>({pa + ia * m * k, m, k}, {pb + ib * k * n, k, n}, T(1), false, py + o * m * n);
     }
   });
