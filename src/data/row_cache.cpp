@@ -26,14 +26,14 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// A complete copy, "<name>-<8 hex>-<16 hex>" (or "<name>-<16 hex>", the single-hash name of grist before
-// session 10, which tidying removes like any stale copy), and a partial one: "<copy>.partial-<pid>-<n>".
+// A complete copy, "<name>-<8 hex>-<16 hex>", and a partial one: "<copy>.partial-<pid>-<n>". (Session 9's
+// single-hash copies lie in the folder above idx-rows/, which tidying never reads.)
 const std::regex& copy_name() {
-  static const std::regex re(R"(.+?-([0-9a-f]{8}-)?[0-9a-f]{16})");
+  static const std::regex re(R"(.+-[0-9a-f]{8}-[0-9a-f]{16})");
   return re;
 }
 const std::regex& partial_name() {
-  static const std::regex re(R"(.+?-([0-9a-f]{8}-)?[0-9a-f]{16}\.partial-([0-9]+)-[0-9]+)");
+  static const std::regex re(R"(.+-[0-9a-f]{8}-[0-9a-f]{16}\.partial-([0-9]+)-[0-9]+)");
   return re;
 }
 
@@ -60,8 +60,8 @@ std::string row_cache_file_for(const std::string& path, const std::string& cache
                   static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
                   static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
   const auto path_hash = static_cast<uint32_t>(fnv1a(abs.string()));
-  return (fs::path(cache_dir) / kRowCacheFolder / fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key)))
-      .string();
+  const std::string name = fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key));
+  return (fs::path(cache_dir) / kRowCacheFolder / name).string();
 }
 
 uint64_t row_cache_limit_bytes() {
@@ -99,12 +99,12 @@ void tidy(const std::string& kept, uint64_t limit_bytes) {
     if (std::regex_match(name, m, partial_name())) {
       // Its writer's pid may belong to another machine or PID namespace sharing the folder: an hour's age too.
       const auto age = fs::file_time_type::clock::now() - entry.last_write_time(ec);
-      if (!ec && age > std::chrono::hours(1) && !process_runs(std::strtol(m[2].str().c_str(), nullptr, 10)))
+      if (!ec && age > std::chrono::hours(1) && !process_runs(std::strtol(m[1].str().c_str(), nullptr, 10)))
         fs::remove(entry.path(), ec);
       continue;
     }
-    if (!std::regex_match(name, m, copy_name())) continue;
-    if (!m[1].matched || (name.size() == kept_name.size() && name.compare(0, same_source.size(), same_source) == 0)) {
+    if (!std::regex_match(name, copy_name())) continue;
+    if (name.size() == kept_name.size() && name.compare(0, same_source.size(), same_source) == 0) {
       fs::remove(entry.path(), ec);
       continue;
     }

@@ -57,7 +57,7 @@ TEST(RowCache, TidyingRemovesStaleCopiesAndDeadPartialsOnly) {
   using std::chrono::seconds;
   const std::string kept = put(dir, "rows.gz-0000abcd-1111111111111111", 100, seconds(0));
   put(dir, "rows.gz-0000abcd-2222222222222222", 100, seconds(10));          // the same source, another key
-  put(dir, "rows.gz-3333333333333333", 100, seconds(10));                   // an old single-hash name
+  put(dir, "rows.gz-3333333333333333", 100, seconds(10));                   // not a name idx-rows/ holds
   put(dir, "other.gz-0000beef-4444444444444444", 100, seconds(10));         // another source: stays
   put(dir, "rows.gz-0000abcd-5555555555555555.partial-999999999-0", 50, seconds(7200));  // no such process
   const std::string recent = "rows.gz-0000abcd-7777777777777777.partial-999999998-0";
@@ -68,7 +68,8 @@ TEST(RowCache, TidyingRemovesStaleCopiesAndDeadPartialsOnly) {
   tidy_row_cache(kept, uint64_t{1} << 30);
   EXPECT_EQ(names_in(fs::path(kept).parent_path().string()),
             (std::vector<std::string>{"notes.txt", "other.gz-0000beef-4444444444444444",
-                                      "rows.gz-0000abcd-1111111111111111", live, recent}));
+                                      "rows.gz-0000abcd-1111111111111111", live, recent,
+                                      "rows.gz-3333333333333333"}));
 }
 
 TEST(RowCache, TidyingKeepsTheFolderUnderItsLimitDroppingTheLeastRecentlyUsed) {
