@@ -328,6 +328,8 @@ Status Executor::forward() {
       a.in[i] = &values_[static_cast<size_t>(in)];
     }
     if (fold && folds_[n].holds && fold_holds(n)) continue;
+    // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
+    folds_[n].holds = false;
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       ValueId out = node.outputs[o];
       a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];

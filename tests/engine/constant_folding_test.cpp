@@ -199,3 +199,43 @@ TEST(ConstantFolding, AFiniteFloatConstantIsKeptAndNotRunAgain) {
     EXPECT_FLOAT_EQ(ex.value(g.find_value("y")).data<float>()[1], 4.0f);
   }
 }
+
+// The kept Constants are float32; a pass under simulated float16 rounds them (0.1 → 0.0999755859375), so a
+// precision change must drop what was kept; a pass that frees its values frees d (no graph output), so the pass
+// after it must run d again. Each pass is checked against an executor that never folds, under the same options.
+TEST(ConstantFolding, APrecisionChangeOrAFreeingPassDropsWhatWasKept) {
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {3})
+                .node("Constant", {}, {"c"}, {{"value", attr_tensor(Tensor::from<float>({3}, {1.0f, 0.1f, 2.0f}))}})
+                .node("Constant", {}, {"d"}, {{"value", attr_tensor(Tensor::from<float>({3}, {3.0f, 5.0f, 7.0f}))}})
+                .node("Div", {"x", "c"}, {"y"})
+                .node("Mul", {"y", "d"}, {"z"})
+                .output("z")
+                .output("c")
+                .build();
+  Executor folded = make_executor(g, true), plain = make_executor(g, false);
+  const ValueId z = g.find_value("z"), c = g.find_value("c");
+  struct Pass {
+    Precision precision;
+    bool release;
+    size_t folded_nodes_run;
+  };
+  const Pass passes[] = {{Precision::Fp32, false, 4}, {Precision::Fp32, false, 2}, {Precision::Fp16, false, 4},
+                         {Precision::Fp16, false, 2}, {Precision::Fp32, false, 4}, {Precision::Fp32, true, 4},
+                         {Precision::Fp32, false, 4}, {Precision::Fp32, false, 2}};
+  for (size_t p = 0; p < std::size(passes); ++p) {
+    for (Executor* ex : {&folded, &plain}) {
+      ex->options().precision = passes[p].precision;
+      ex->options().release_dead_values = passes[p].release;
+      ASSERT_TRUE(ex->set_input("x", Tensor::from<float>({3}, {1, 2, 3})).is_ok());
+      ASSERT_TRUE(ex->forward().is_ok()) << "pass " << p;
+    }
+    EXPECT_EQ(folded.nodes_run(), passes[p].folded_nodes_run) << "pass " << p;
+    EXPECT_TRUE(tensors_close(plain.value(c), folded.value(c), 0, 0)) << "pass " << p;
+    EXPECT_TRUE(tensors_close(plain.value(z), folded.value(z), 0, 0)) << "pass " << p;
+  }
+  // Float16 really rounds the Constant: otherwise the test could not tell a stale one.
+  plain.options().precision = Precision::Fp16;
+  ASSERT_TRUE(plain.forward().is_ok());
+  EXPECT_NE(plain.value(c).data<float>()[1], 0.1f);
+}
