@@ -18,6 +18,9 @@ struct ProductCase {
   Shape a, b;
   std::vector<std::pair<std::string, Attribute>> attrs;
   bool bias = false;  // Gemm's C, one per output column
+  // What the kernel splits (output rows, output columns or broadcast items) and the multiply-adds per item:
+  // the case must give more than one chunk under three threads, or it tests nothing.
+  int64_t split_items = 0, work_per_item = 0;
 };
 
 void PrintTo(const ProductCase& c, std::ostream* os) { *os << c.name; }
@@ -25,16 +28,18 @@ void PrintTo(const ProductCase& c, std::ostream* os) { *os << c.name; }
 std::vector<ProductCase> cases() {
   return {
       // 300 rows of 150 columns, 200 deep: split by rows.
-      {"gemm_rows", "Gemm", {300, 200}, {200, 150}, {}, true},
+      {"gemm_rows", "Gemm", {300, 200}, {200, 150}, {}, true, 300, 150 * 200},
       // 20 rows of 900 columns: split by columns.
-      {"gemm_columns", "Gemm", {20, 256}, {256, 900}, {}, true},
-      {"gemm_transposed_a", "Gemm", {200, 300}, {200, 150}, {{"transA", attr_int(1)}, {"alpha", attr_float(0.5)}}},
-      {"gemm_transposed_b", "Gemm", {30, 256}, {700, 256}, {{"transB", attr_int(1)}}, true},
-      {"gemm_transposed_both", "Gemm", {256, 40}, {600, 256}, {{"transA", attr_int(1)}, {"transB", attr_int(1)}}},
-      // [4, 50, 64] · [64, 80]: one [200, 64] · [64, 80] product.
-      {"matmul_folded", "MatMul", {4, 50, 64}, {64, 80}, {}},
+      {"gemm_columns", "Gemm", {20, 256}, {256, 900}, {}, true, 900, 20 * 256},
+      {"gemm_transposed_a", "Gemm", {200, 300}, {200, 150}, {{"transA", attr_int(1)}, {"alpha", attr_float(0.5)}},
+       false, 300, 150 * 200},
+      {"gemm_transposed_b", "Gemm", {30, 256}, {700, 256}, {{"transB", attr_int(1)}}, true, 700, 30 * 256},
+      {"gemm_transposed_both", "Gemm", {256, 40}, {600, 256}, {{"transA", attr_int(1)}, {"transB", attr_int(1)}},
+       false, 600, 40 * 256},
+      // [16, 50, 64] · [64, 80]: one [800, 64] · [64, 80] product, split by rows.
+      {"matmul_folded", "MatMul", {16, 50, 64}, {64, 80}, {}, false, 800, 80 * 64},
       // 18 broadcast items of [40, 64] · [64, 50].
-      {"matmul_broadcast", "MatMul", {6, 1, 40, 64}, {3, 64, 50}, {}},
+      {"matmul_broadcast", "MatMul", {6, 1, 40, 64}, {3, 64, 50}, {}, false, 18, 40 * 64 * 50},
   };
 }
 
@@ -83,6 +88,14 @@ void expect_agree(const Tensor& one, const Tensor& three, DType dtype, const std
 }
 
 class ProductThreads : public ::testing::TestWithParam<ProductCase> {};
+
+TEST_P(ProductThreads, TheCaseIsSplitUnderThreeThreads) {
+  const ProductCase& c = GetParam();
+  set_kernel_threads(3);
+  const int64_t chunks = chunk_count(c.split_items, grain_for(c.work_per_item));
+  set_kernel_threads(1);
+  EXPECT_GT(chunks, 1) << c.name;
+}
 
 TEST_P(ProductThreads, ForwardAgreesWithOneThread) {
   const ProductCase& c = GetParam();
