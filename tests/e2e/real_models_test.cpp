@@ -66,10 +66,16 @@ std::vector<RealModel> models() {
 }
 
 // Every model, every tensor (output, input gradient, each weight gradient) against PyTorch's float64 values:
-// grist's largest error at most kFloat64Ratio times PyTorch's own float32 error (or 1e-7 of the tensor's
-// largest element where PyTorch's is smaller), and at most kFloat64Normwise of that largest element.
-// Measured: a worst ratio of 2.5 (MobileNet V2, SqueezeNet) and a worst normwise error of 1.8e-5 (MobileNet V2).
+// grist's largest error at most kFloat64Ratio times PyTorch's own float32 error (or kRoundingFloor of the
+// tensor's largest element where PyTorch's is smaller), and at most kFloat64Normwise of that largest element.
+// The floor is four float32 ulps at the largest element: a sum below that is rounding in any order, and a smaller
+// error of PyTorch's is the luck of its kernel's order, which changes with the CPU it runs on. With a floor of
+// 1e-7 (under one ulp) SqueezeNet's features.3.squeeze weight gradient failed on a re-export on another VM
+// (2026-12-02): grist 6.3e-7 of its largest element (7 ulps), PyTorch 1.5e-7 (ratio 4.2), where an earlier
+// machine's export had given 2.5. Measured with this floor: a worst ratio of 2.1 (ResNet-18), and a worst
+// normwise error of 1.8e-5 (MobileNet V2).
 constexpr double kFloat64Ratio = 4.0;
+constexpr double kRoundingFloor = 4.0 * 0x1p-23;
 constexpr double kFloat64Normwise = 5e-5;
 
 struct Param {
@@ -176,12 +182,12 @@ struct Float64Errors {
       et = std::max(et, std::fabs(torch32.get_as_double(i) - exact.get_as_double(i)));
     }
     if (scale == 0) return;
-    EXPECT_LE(eg, kFloat64Ratio * std::max(et, 1e-7 * scale))
+    EXPECT_LE(eg, kFloat64Ratio * std::max(et, kRoundingFloor * scale))
         << key << ": grist is " << eg << " from float64, PyTorch's float32 " << et << " (largest |value| " << scale << ")";
     EXPECT_LE(eg, kFloat64Normwise * scale) << key << ": grist is " << eg << " from float64, largest |value| " << scale;
     grist = std::max(grist, eg / scale);
     torch = std::max(torch, et / scale);
-    double r = eg / std::max(et, 1e-7 * scale);
+    double r = eg / std::max(et, kRoundingFloor * scale);
     if (r > worst_ratio) worst_ratio = r, worst = key;
   }
 };
@@ -309,10 +315,15 @@ TEST_P(RealModels, FoldedShapeArithmeticKeepsOutputsAndGradientsBitForBit) {
     opts.fold_constants = fold;
     auto ex = Executor::create(*graph_, opts);
     ASSERT_TRUE(ex.is_ok()) << ex.message();
+    // The second pass gets other float inputs, so that a value kept from the first pass where it should have
+    // been recomputed shows in the outputs and gradients.
     for (int pass = 0; pass < 2; ++pass) {
       for (const auto& [key, t] : *exp)
         if (key.rfind("input:", 0) == 0) {
-          ASSERT_TRUE(ex->set_input(key.substr(6), t).is_ok()) << key;
+          Tensor x = t;
+          if (pass == 1 && x.dtype() == DType::Float32)
+            for (float& v : x.span<float>()) v *= -0.75f;
+          ASSERT_TRUE(ex->set_input(key.substr(6), x).is_ok()) << key;
         }
       ASSERT_TRUE(ex->forward().is_ok());
       ASSERT_TRUE(ex->backward(y).is_ok());
@@ -333,6 +344,8 @@ TEST_P(RealModels, FoldedShapeArithmeticKeepsOutputsAndGradientsBitForBit) {
       ++grads;
     }
   for (ValueId id : graph_->inputs) {
+    if (!is_float(plain.value(id).dtype())) continue;  // token ids have no gradient
+    ASSERT_NE(plain.grad(id), nullptr) << graph_->value(id).name;
     ASSERT_NE(folded.grad(id), nullptr) << graph_->value(id).name;
     same(*plain.grad(id), *folded.grad(id), "gradient of " + graph_->value(id).name);
   }
