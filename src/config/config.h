@@ -16,6 +16,8 @@ enum class Variant {
   Original,  // no input steps, a fresh batch every iteration: the program's own behaviour
   Random,    // uniform random samples in the input range every iteration
 };
+// Whether the variant steps the data inputs (by a step rule) rather than drawing them.
+inline bool steps_inputs(Variant v) { return v == Variant::Grist || v == Variant::GristNs; }
 enum class SwitchScore {
   Score,  // replace the k lowest (U − C + 1)/(I + 1e-7): the study's intended rule
   Fifo,   // replace the k oldest: what the study's tool actually did

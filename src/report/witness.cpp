@@ -94,7 +94,10 @@ nlohmann::json witness_json(const HazardOutcome& o, const Manifest& manifest, co
                  {"weight_change", c.weight_change}, {"weights_after", c.weights_after},
                  // The rule the data inputs were stepped by (the faithful loop takes the sign step whatever
                  // was asked): the same witness data is reached differently under another, so a rerun needs it.
-                 {"step", step_rule_name(c.faithful ? StepRule::Sign : c.step)}};
+                 // None when the variant draws its inputs (original, random).
+                 {"step", steps_inputs(c.variant)
+                              ? nlohmann::json(step_rule_name(c.faithful ? StepRule::Sign : c.step))
+                              : nlohmann::json()}};
   j["weights_from_iteration"] = o.weights_from;
   j["training_from_iteration"] = o.training_from;
   if (!o.witness.trained.empty()) j["trained"] = o.witness.trained;
@@ -199,8 +202,9 @@ Result<ReplayResult> replay_witness(const std::string& json_path) {
     const std::string model = j.at("model").get<std::string>();
     const fs::path npz = fs::path(json_path).parent_path() / j.at("npz").get<std::string>();
     r.expected_node = j.at("producer").at("node").get<std::string>();
-    // Witnesses written before the step rule was recorded leave it empty.
-    if (j.contains("config") && j.at("config").contains("step")) r.step = j.at("config").at("step").get<std::string>();
+    // Witnesses written before the step rule was recorded, or by a variant that draws its inputs, leave it empty.
+    if (j.contains("config") && j.at("config").contains("step") && j.at("config").at("step").is_string())
+      r.step = j.at("config").at("step").get<std::string>();
     auto pass = parse_pass_name(j.at("pass").get<std::string>());
     if (!pass) return make_error("{}: {}", json_path, pass.message());
     auto hash = sha256_file(model);

@@ -946,7 +946,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
   HazardOutcome out;
   out.site = target_;
   out.budget_s = budget_s;
-  const bool steps = cfg_.variant == Variant::Grist || cfg_.variant == Variant::GristNs;
+  const bool steps = steps_inputs(cfg_.variant);
   out.strategy = steps ? "grist" : (cfg_.variant == Variant::Original ? "original" : "random");
   if (steps && target_.objective == Objective::None) {
     out.skipped = "no objective reaches it by stepping data inputs (it depends on labels or weights only)";

@@ -4,9 +4,11 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "config/manifest.h"
 #include "report/witness.h"
@@ -140,6 +142,16 @@ TEST(StepRules, TheWitnessRecordsTheStepRuleAndReplayReportsIt) {
     ASSERT_TRUE(replay.is_ok()) << replay.message();
     EXPECT_TRUE(replay->reproduced) << replay->message;
     EXPECT_EQ(replay->step, recorded) << "faithful " << faithful;
+    // The same finding written under a variant that draws its inputs records no step rule.
+    Manifest drawn = m;
+    drawn.search.variant = Variant::Random;
+    auto drawn_files = write_witness((dir / "drawn").string(), l.manifest.model, drawn, o);
+    ASSERT_TRUE(drawn_files.is_ok()) << drawn_files.message();
+    std::ifstream sidecar(drawn_files->json);
+    EXPECT_TRUE(nlohmann::json::parse(sidecar).at("config").at("step").is_null());
+    auto drawn_replay = replay_witness(drawn_files->json);
+    ASSERT_TRUE(drawn_replay.is_ok()) << drawn_replay.message();
+    EXPECT_EQ(drawn_replay->step, "");
   }
   fs::remove_all(dir);
 }
