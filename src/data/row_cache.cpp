@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -50,17 +51,24 @@ std::string default_row_cache_dir() {
 }
 
 std::string row_cache_file_for(const std::string& path, const std::string& cache_dir) {
+  // The file itself, not the name it was reached by: two links to one file share a copy instead of each
+  // tidying away the other's as a stale version of "the same source".
   std::error_code ec;
-  const fs::path abs = fs::absolute(path, ec);
+  const fs::path real = fs::canonical(path, ec);
   struct stat st {};
-  if (ec || ::stat(path.c_str(), &st) != 0) return "";
+  if (ec || ::stat(real.c_str(), &st) != 0) return "";
+  // "The same source" is this path on this machine's device: a cache folder shared over NFS may hold another
+  // machine's copy of another file at the same path, and replacing one must not remove the other.
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  const std::string source = fmt::format("{}\n{}\n{}", host, static_cast<unsigned long long>(st.st_dev), real.string());
   const std::string key =
-      fmt::format("{}\n{}\n{}\n{}\n{}.{}\n{}.{}", abs.string(), static_cast<unsigned long long>(st.st_dev),
-                  static_cast<unsigned long long>(st.st_ino), static_cast<long long>(st.st_size),
-                  static_cast<long long>(st.st_mtim.tv_sec), static_cast<long>(st.st_mtim.tv_nsec),
-                  static_cast<long long>(st.st_ctim.tv_sec), static_cast<long>(st.st_ctim.tv_nsec));
-  const auto path_hash = static_cast<uint32_t>(fnv1a(abs.string()));
-  const std::string name = fmt::format("{}-{:08x}-{:016x}", abs.filename().string(), path_hash, fnv1a(key));
+      fmt::format("{}\n{}\n{}\n{}.{}\n{}.{}", source, static_cast<unsigned long long>(st.st_ino),
+                  static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),
+                  static_cast<long>(st.st_mtim.tv_nsec), static_cast<long long>(st.st_ctim.tv_sec),
+                  static_cast<long>(st.st_ctim.tv_nsec));
+  const auto path_hash = static_cast<uint32_t>(fnv1a(source));
+  const std::string name = fmt::format("{}-{:08x}-{:016x}", real.filename().string(), path_hash, fnv1a(key));
   return (fs::path(cache_dir) / kRowCacheFolder / name).string();
 }
 

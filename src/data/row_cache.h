@@ -14,10 +14,12 @@ inline constexpr const char* kRowCacheFolder = "idx-rows";
 // $GRIST_CACHE_DIR (empty or "off": no cache), else $XDG_CACHE_HOME/grist, else $HOME/.cache/grist.
 std::string default_row_cache_dir();
 
-// The copy of `path` in `cache_dir`/idx-rows: "<file name>-<path hash>-<key hash>", the key being the source's absolute
-// path, device, inode, size, modification and status-change times, so that a changed or replaced file is
-// read afresh — also one copied with its mtime kept (cp -p, rsync -a, tar x), whose inode or ctime (which no
-// user can set) differs. Empty when the file cannot be stat'ed.
+// The copy of `path` in `cache_dir`/idx-rows: "<file name>-<path hash>-<key hash>". The path hash names the source:
+// the machine, the device and the path with symlinks resolved (a link and its file share one copy; another
+// machine's file at the same path in a shared folder is another source). The key adds the inode, size,
+// modification and status-change times, so that a changed or replaced file is read afresh — also one copied with
+// its mtime kept (cp -p, rsync -a, tar x), whose inode or ctime (which no user can set) differs. Empty when the
+// file cannot be stat'ed.
 std::string row_cache_file_for(const std::string& path, const std::string& cache_dir);
 
 // What the folder may hold: $GRIST_CACHE_MAX_MB megabytes, else 2048 (Fashion-MNIST's copies take 55 MB).

@@ -52,6 +52,19 @@ TEST(RowCache, ACopyIsNamedBySourceAndKeyAndChangesWhenTheSourceIsReplaced) {
   EXPECT_EQ(row_cache_file_for(dir.path("missing.gz"), dir.path("cache")), "");
 }
 
+// A link names the file it points to: one copy, not two that each tidy the other away as "the same source
+// under an older key".
+TEST(RowCache, ALinkAndItsFileShareOneCopy) {
+  ScratchDir dir;
+  const std::string src = dir.write("train-labels-idx1-ubyte.gz", "labels");
+  fs::create_directory(dir.path("links"));
+  fs::create_symlink(src, dir.path("links/labels.gz"));
+  const std::string direct = row_cache_file_for(src, dir.path("cache"));
+  ASSERT_FALSE(direct.empty());
+  EXPECT_EQ(row_cache_file_for(dir.path("links/labels.gz"), dir.path("cache")), direct);
+  EXPECT_EQ(row_cache_file_for(dir.path("links/../train-labels-idx1-ubyte.gz"), dir.path("cache")), direct);
+}
+
 TEST(RowCache, TidyingRemovesStaleCopiesAndDeadPartialsOnly) {
   ScratchDir dir;
   using std::chrono::seconds;
