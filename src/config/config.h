@@ -76,6 +76,9 @@ struct SearchConfig {
   // `training_s` seconds; 0: skipped. The faithful loop never crafts.
   double training_share = 0.5;
   double training_s = 20;
+  // The crafted batches choose their one-hot labels from the label set too (search/label_choice.h); false:
+  // they keep the data's labels.
+  bool craft_labels = true;
 
   double epsilon_at(int64_t iteration) const;  // ε for a 1-based iteration, decay applied
 };

@@ -459,7 +459,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
-        key == "objective" || key == "objective_value" || key == "step")
+        key == "objective" || key == "objective_value" || key == "step" || key == "craft_labels")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -527,6 +527,9 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   if (!training_s) return training_s.error();
   if (!(*training_s >= 0)) return r.error(p + "training_s", "must be a number of seconds, 0 or more");
   m.search.training_s = *training_s;
+  auto craft_labels = r.boolean(t, p, "craft_labels", m.search.craft_labels);
+  if (!craft_labels) return craft_labels.error();
+  m.search.craft_labels = *craft_labels;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

@@ -35,7 +35,7 @@ std::string class_text(const HazardOutcome& o) {
       return "input-reached: these inputs fail at the weights the model's own training produced in this run";
     case FindingClass::TrainingReached:
       return fmt::format("training-reached: after {} of the model's own optimizer steps on crafted training batches "
-                         "(from iteration {}; data within the inputs' ranges, labels from the data); the witness "
+                         "(from iteration {}; data within the inputs' ranges, labels from the label set); the witness "
                          "replays them",
                          o.witness.training.size(), o.training_from);
     case FindingClass::WeightsPerturbed: {

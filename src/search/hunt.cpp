@@ -21,6 +21,7 @@
 #include "search/pretraining.h"
 #include "search/search_choices.h"
 #include "search/adam_step.h"
+#include "search/label_choice.h"
 #include "search/line_step.h"
 #include "search/sign_step.h"
 #include "search/switching.h"
@@ -225,7 +226,11 @@ class TargetSearch {
   Batch crafted_;                         // the batch the next training step takes
   std::vector<Tensor> objective_weight_grad_;  // ∂O/∂w this iteration, by params_ (undefined: none)
   std::vector<Tensor> probe_weights_;     // params_ kept across the probes
-  std::vector<Tensor> probe_plus_, probe_minus_;  // ∂L/∂T at w ± h·d̂, by data input
+  std::vector<Tensor> probe_plus_, probe_minus_;  // ∂L/∂T at w ± h·d̂, by probe_ids_
+  // The crafted batch's one-hot labels (float, [rows, classes]), chosen from the label set (label_choice.h).
+  std::vector<std::string> label_inputs_;
+  std::vector<ValueId> label_ids_;
+  std::vector<ValueId> probe_ids_;  // data_ids_, then label_ids_ when the labels are crafted
   std::vector<CraftedStep> crafted_steps_;
   size_t crafted_bytes_ = 0;
   static constexpr size_t kMaxCraftedBytes = size_t{128} << 20;  // what a witness may hold of them
@@ -260,6 +265,8 @@ Status TargetSearch::setup() {
   data_inputs_.clear();
   data_ids_.clear();
   data_clips_.clear();
+  label_inputs_.clear();
+  label_ids_.clear();
   switched_inputs_.clear();
   random_ops_ = false;
   random_ops_ = draws_random(g_);
@@ -267,6 +274,13 @@ Status TargetSearch::setup() {
     const InputSpec& spec = data_->spec(name);
     if (spec.role == InputRole::Fixed) continue;
     switched_inputs_.push_back(name);
+    if (spec.role == InputRole::Label) {
+      const Tensor& y = batch_.at(name);
+      if (spec.one_hot > 0 && y.rank() == 2 && (y.dtype() == DType::Float32 || y.dtype() == DType::Float64)) {
+        label_inputs_.push_back(name);
+        label_ids_.push_back(g_.find_value(name));
+      }
+    }
     if (spec.role != InputRole::Data) continue;
     data_inputs_.push_back(name);
     data_ids_.push_back(g_.find_value(name));
@@ -565,6 +579,8 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   search_ids_ = data_ids_;
   search_ids_.insert(search_ids_.end(), params_.begin(), params_.end());
   objective_weight_grad_.assign(params_.size(), Tensor{});
+  probe_ids_ = data_ids_;
+  if (cfg_.craft_labels) probe_ids_.insert(probe_ids_.end(), label_ids_.begin(), label_ids_.end());
 }
 
 bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
@@ -639,7 +655,8 @@ void TargetSearch::keep_objective_weight_gradient() {
 // objective's gradient d = ∂O/∂w. The step is w − lr·∂L(T)/∂w (or the optimizer's normalised form of it), so
 // it raises ⟨∂L(T)/∂w, d⟩ — the derivative of the loss along d, whose gradient in T is the difference of ∂L/∂T
 // at w ± h·d̂ over 2h: two first-order passes, no second derivatives. The data stays within its clip range and
-// the labels stay the data's; the probes run with dropout off and leave the generator as it was.
+// one-hot labels take the class that aligns the step best (label_choice.h; other labels stay the data's); the
+// probes run with dropout off and leave the generator as it was.
 Status TargetSearch::craft_training_batch(int64_t it) {
   double d2 = 0, w2 = 0;
   for (size_t k = 0; k < params_.size(); ++k) {
@@ -680,11 +697,11 @@ Status TargetSearch::craft_training_batch(int64_t it) {
       });
     }
     GRIST_TRY(ex_->forward());
-    GRIST_TRY(ex_->backward(loss_, data_ids_));
+    GRIST_TRY(ex_->backward(loss_, probe_ids_));
     std::vector<Tensor>& keep = side > 0 ? probe_plus_ : probe_minus_;
-    keep.resize(data_ids_.size());
-    for (size_t i = 0; i < data_ids_.size(); ++i) {
-      const Tensor* gx = ex_->grad(data_ids_[i]);
+    keep.resize(probe_ids_.size());
+    for (size_t i = 0; i < probe_ids_.size(); ++i) {
+      const Tensor* gx = ex_->grad(probe_ids_[i]);
       if (gx) {
         keep[i].copy_from(*gx);
       } else {
@@ -708,6 +725,20 @@ Status TargetSearch::craft_training_batch(int64_t it) {
       for (int64_t j = 0; j < minus.numel(); ++j) m[j] -= p[j];
     });
     sign_step(crafted_.at(data_inputs_[i]), minus, eps, data_clips_[i], step_stats_);
+  }
+  // The labels: each row takes the class whose entry raises ⟨∂L/∂w, d⟩ most, g₊ − g₋ being its derivative.
+  for (size_t j = data_ids_.size(); j < probe_ids_.size(); ++j) {
+    Tensor& gain = probe_plus_[j];
+    const Tensor& minus = probe_minus_[j];
+    if (!gain.defined() || !minus.defined()) continue;
+    dispatch_float(gain.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      T* p = gain.data<T>();
+      const T* m = minus.data<T>();
+      for (int64_t k = 0; k < gain.numel(); ++k) p[k] -= m[k];
+    });
+    auto changed = choose_one_hot_labels(crafted_.at(label_inputs_[j - data_ids_.size()]), gain);
+    if (!changed) return changed.error();
   }
   return Status::ok();
 }

@@ -33,7 +33,7 @@ Result<TriggerPass> parse_pass_name(const std::string& s);
 enum class FindingClass {
   InputReached,      // the weights are the ones the model's own training produced in this run
   TrainingReached,   // the weights came from the model's own optimizer steps on crafted training batches
-                     // (data within the inputs' ranges, labels from the data): the system test of RANUM
+                     // (data within the inputs' ranges, labels from the label set): the system test of RANUM
   WeightsPerturbed,  // only moving the weights directly reached it
 };
 std::string_view finding_class_name(FindingClass c);  // "input-reached", "training-reached", "weights-perturbed"

@@ -208,6 +208,29 @@ def export_crafted_training_toy():
                       opset_version=13, do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
 
 
+class LabelCraftToy(nn.Module):
+    """A two-class softmax classifier z = x·W (W = 0) and log(1.5 − z₀) of its first logit. The program's data
+    is all class 1, so its own training, and any batch with those labels, only lowers W₀ (for x in [0, 1] the
+    log is then safe); training on rows labelled class 0 raises W₀ past 1.5, after which x = 1 breaks the log:
+    reachable by crafted training only when the crafted batch may choose its labels."""
+
+    def __init__(self):
+        super().__init__()
+        self.W = nn.Parameter(torch.zeros(1, 2))
+
+    def forward(self, x, y):
+        z = x.matmul(self.W)
+        loss = -(y * torch.log_softmax(z, dim=1)).sum(dim=1).mean()
+        return loss, torch.log(1.5 - z[:, 0])
+
+
+def export_label_craft_toy():
+    torch.onnx.export(LabelCraftToy(), (torch.rand(4, 1), torch.rand(4, 2)),
+                      os.path.join(HERE, "label_craft_toy.onnx"), input_names=["x", "y"],
+                      output_names=["loss", "log_margin"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}},
+                      opset_version=13, do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
+
+
 def export_hunt_models():
     """Models of the hunt's known-answer tests (their manifests are committed beside them)."""
     torch.onnx.export(FreeLogitsLogSoftmax(), (torch.rand(3, 5),), os.path.join(HERE, "free_logits.onnx"),
@@ -218,6 +241,7 @@ def export_hunt_models():
                       dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, opset_version=13,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.TRAINING)
     export_crafted_training_toy()
+    export_label_craft_toy()
 
 
 def export_bad_models():
@@ -291,6 +315,8 @@ def main():
             export_bad_models()
         if "recurrent" in only:
             export_recurrent()
+        if "label_craft_toy" in only:
+            export_label_craft_toy()
         return
     export_reliability_models()
     export_bad_models()

@@ -96,6 +96,56 @@ TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
   fs::remove_all(dir);
 }
 
+// tests/models/label_craft_toy: the data is all class 1, whose rows only lower W₀; log(1.5 − x·W₀) needs
+// W₀ > 1.5. Crafted batches reach it only by labelling rows class 0, a label from the label set the data lacks.
+// Crafting starts at once: the inputs alone would first carry x to 0, where z = 0 and no label moves W (both
+// labels' gains are 0), and the crafted batch starts from that batch.
+Manifest label_toy_manifest(const Loaded& l, bool craft_labels) {
+  Manifest m = toy_manifest(l, true);
+  m.search.weights_after = 0;
+  m.search.craft_labels = craft_labels;
+  return m;
+}
+
+TEST(FindingClass, CraftedBatchesKeepingTheDatasLabelsNeverReachTheLabelToy) {
+  Loaded l = load("label_craft_toy");
+  HazardOutcome o = hunt_first(l.graph, label_toy_manifest(l, false));
+  EXPECT_FALSE(o.triggered) << o.event.describe();
+  EXPECT_EQ(o.training_from, 1);  // crafting ran, and could not get there
+  EXPECT_EQ(o.iterations, 200);
+}
+
+TEST(FindingClass, CraftedBatchesChoosingTheirLabelsReachTheLabelToyAndReplay) {
+  Loaded l = load("label_craft_toy");
+  HazardOutcome o = hunt_first(l.graph, label_toy_manifest(l, true));
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_EQ(o.strategy, "grist+training");
+  EXPECT_EQ(o.event.node_name, "/Log");
+  ASSERT_FALSE(o.witness.training.empty());
+  // The crafted labels are one-hot rows of the label set, and class 0 (which the data never holds) is among them.
+  int64_t class0 = 0;
+  for (const auto& step : o.witness.training) {
+    const Tensor& y = step.batch.at("y");
+    ASSERT_EQ(y.shape(), (Shape{4, 2}));
+    for (int64_t r = 0; r < 4; ++r) {
+      const float a = y.data<float>()[2 * r], b = y.data<float>()[2 * r + 1];
+      EXPECT_TRUE((a == 1 && b == 0) || (a == 0 && b == 1)) << a << " " << b;
+      class0 += a == 1;
+    }
+  }
+  EXPECT_GT(class0, 0);
+  const fs::path dir = fs::temp_directory_path() / fs::path("grist-label-craft-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto files = write_witness(dir.string(), l.manifest.model, l.manifest, o);
+  ASSERT_TRUE(files.is_ok()) << files.message();
+  auto replay = replay_witness(files->json);
+  ASSERT_TRUE(replay.is_ok()) << replay.message();
+  EXPECT_TRUE(replay->reproduced) << replay->message;
+  EXPECT_EQ(replay->training_steps, static_cast<int64_t>(o.witness.training.size()));
+  fs::remove_all(dir);
+}
+
 // clip → exp → sqrt under flush-to-zero (a log-variance made a standard deviation, as VAEs write it). Below the
 // clip's lower bound exp(−100) flushes to 0 and sqrt′(0) = ∞, but Clip's backward gives the input a 0 there:
 // the gradient the user takes is finite, as PyTorch's is. Inside (−100, −87.3) the ∞ reaches the input.
