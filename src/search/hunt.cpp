@@ -651,6 +651,18 @@ void TargetSearch::keep_objective_weight_gradient() {
   }
 }
 
+namespace {
+// a −= b, elementwise, for two float tensors of one shape and type (the probes' gradients).
+void subtract_in_place(Tensor& a, const Tensor& b) {
+  dispatch_float(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    for (int64_t k = 0; k < a.numel(); ++k) pa[k] -= pb[k];
+  });
+}
+}  // namespace
+
 // Gradient matching: moves the crafted batch's data so that the model's own training step on it goes down the
 // objective's gradient d = ∂O/∂w. The step is w − lr·∂L(T)/∂w (or the optimizer's normalised form of it), so
 // it raises ⟨∂L(T)/∂w, d⟩ — the derivative of the loss along d, whose gradient in T is the difference of ∂L/∂T
@@ -718,12 +730,7 @@ Status TargetSearch::craft_training_batch(int64_t it) {
     Tensor& minus = probe_minus_[i];
     const Tensor& plus = probe_plus_[i];
     if (!minus.defined() || !plus.defined()) continue;
-    dispatch_float(minus.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* m = minus.data<T>();
-      const T* p = plus.data<T>();
-      for (int64_t j = 0; j < minus.numel(); ++j) m[j] -= p[j];
-    });
+    subtract_in_place(minus, plus);
     sign_step(crafted_.at(data_inputs_[i]), minus, eps, data_clips_[i], step_stats_);
   }
   // The labels: each row takes the class whose entry raises ⟨∂L/∂w, d⟩ most, g₊ − g₋ being its derivative.
@@ -731,12 +738,7 @@ Status TargetSearch::craft_training_batch(int64_t it) {
     Tensor& gain = probe_plus_[j];
     const Tensor& minus = probe_minus_[j];
     if (!gain.defined() || !minus.defined()) continue;
-    dispatch_float(gain.dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      T* p = gain.data<T>();
-      const T* m = minus.data<T>();
-      for (int64_t k = 0; k < gain.numel(); ++k) p[k] -= m[k];
-    });
+    subtract_in_place(gain, minus);
     auto changed = choose_one_hot_labels(crafted_.at(label_inputs_[j - data_ids_.size()]), gain);
     if (!changed) return changed.error();
   }
