@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/conv_kernels.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 #include "util/thread_pool.h"
@@ -484,36 +485,8 @@ void for_each_block(const ConvShape& cs, F&& f) {
 }
 
 // Grids of at most this many points (the deep layers of a CNN at small inputs: 2×2, 3×3) take the dot-product
-// path of narrow_product: a GEMM would pack the whole weight matrix for a handful of columns. Measured on
-// single Conv nodes: 1.2–1.6× faster than Eigen's GEMM at 4 and 9 points, 2.7× slower at 16.
+// path of narrow_product: a GEMM would pack the whole weight matrix for a handful of columns.
 constexpr int64_t kNarrowGrid = 9;
-
-// y (m × P) += w (m × k) · tᵀ, t = colsᵀ (P × k): per weight row, P dot products at once, each 16-element
-// chunk of the row loaded once for all P (the accumulators stay in registers: P is a template parameter).
-template <class T, int P>
-void narrow_rows(const T* w, const T* t, int64_t m, int64_t k, T* y) {
-  using Chunk = Eigen::Array<T, 16, 1>;
-  const int64_t chunked = k / 16 * 16;
-  for (int64_t i = 0; i < m; ++i) {
-    const T* wi = w + i * k;
-    std::array<Chunk, P> acc;
-    for (Chunk& a : acc) a.setZero();
-    for (int64_t c = 0; c < chunked; c += 16) {
-      const Chunk wc = Eigen::Map<const Chunk>(wi + c);
-      for (int j = 0; j < P; ++j) acc[static_cast<size_t>(j)] += wc * Eigen::Map<const Chunk>(t + j * k + c);
-    }
-    for (int j = 0; j < P; ++j) {
-      T sum = acc[static_cast<size_t>(j)].sum();
-      for (int64_t c = chunked; c < k; ++c) sum += wi[c] * t[j * k + c];
-      y[i * P + j] += sum;
-    }
-  }
-}
-
-template <class T, size_t... P>
-constexpr auto narrow_kernels(std::index_sequence<P...>) {
-  return std::array<void (*)(const T*, const T*, int64_t, int64_t, T*), sizeof...(P)>{narrow_rows<T, P + 1>...};
-}
 
 // Scratch slot `base` for chunk 0 (the serial path's own), and from 16 on for the other chunks: taken before the
 // chunks start, since taking a slot may grow the state's deque.
@@ -525,14 +498,13 @@ void reserve_chunk_slots(NodeState& state, size_t base, int64_t chunks) {
   for (int64_t c = 1; c < chunks; ++c) state.slot(chunk_slot(base, c));
 }
 
-// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then narrow_rows over
-// chunks of weight rows. Each weight is read once, from contiguous memory.
+// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then dot_product_rows
+// over chunks of weight rows. Each weight is read once, from contiguous memory.
 template <class T>
 void narrow_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* t, T* y) {
-  static constexpr auto kernels = narrow_kernels<T>(std::make_index_sequence<kNarrowGrid>{});
   MatrixMap<T>(t, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
   parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
-    kernels[static_cast<size_t>(p - 1)](w + r0 * k, t, r1 - r0, k, y + r0 * p);
+    dot_product_rows(w + r0 * k, t, r1 - r0, k, p, y + r0 * p);
   });
 }
 
