@@ -195,6 +195,12 @@ std::vector<ConvCase> conv_cases() {
       {"grid9", {1, 33, 3, 3}, {17, 33, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}},
       {"grid12", {1, 5, 3, 4}, {7, 5, 1, 1}},
       {"grid25_dilated", {1, 6, 9, 9}, {10, 6, 3, 3}, 1, {1, 1}, {0, 0, 0, 0}, {2, 2}},
+      // Stride 1 "same" convolutions (im2col copies whole kernel-offset rows at once): dilated, asymmetric pads,
+      // a kernel column entirely in the padding, a grid of one row.
+      {"same_dilated", {1, 3, 7, 5}, {4, 3, 3, 3}, 1, {1, 1}, {2, 2, 2, 2}, {2, 2}},
+      {"same_asym", {1, 4, 5, 6}, {3, 4, 2, 2}, 1, {1, 1}, {0, 1, 1, 0}},
+      {"same_wide_pad", {1, 2, 3, 2}, {5, 2, 3, 5}, 1, {1, 1}, {1, 2, 1, 2}},
+      {"same_one_row", {1, 6, 1, 9}, {4, 6, 1, 3}, 1, {1, 1}, {0, 1, 0, 1}},
       {"grid64_pointwise_strided", {1, 16, 15, 15}, {8, 16, 1, 1}, 1, {2, 2}},
       {"grouped_grid4", {1, 12, 2, 2}, {9, 4, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}},
       {"grouped_large", {1, 8, 7, 6}, {6, 4, 3, 3}, 2, {1, 1}, {1, 1, 1, 1}},
