@@ -77,7 +77,59 @@ void row_block(const T* w, const T* t, int64_t k, int64_t p, T* y) {
   static_assert(kBlockCols == 4, "the switch above covers the remainders of 4");
 }
 
+// Tiles of tile_product: kTileRows weight rows × kTilePackets packets of columns, 16 (or 8) accumulators.
+constexpr int kTileRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 8 : 4;
+constexpr int kTilePackets = 2;
+
+// y[r·ldy + q] += Σ_c w[r·k + c] · b[c·ldb + q] for r < R and the NP packets of columns q from 0.
+template <class T, int R, int NP>
+void tile(const T* w, const T* b, int64_t ldb, int64_t k, T* y, int64_t ldy) {
+  using P = Packet<T>;
+  constexpr int64_t lanes = ei::packet_traits<T>::size;
+  P acc[R][NP];
+  GRIST_UNROLL for (int r = 0; r < R; ++r)
+    GRIST_UNROLL for (int q = 0; q < NP; ++q) acc[r][q] = ei::ploadu<P>(y + r * ldy + q * lanes);
+  for (int64_t c = 0; c < k; ++c) {
+    P bv[NP];
+    GRIST_UNROLL for (int q = 0; q < NP; ++q) bv[q] = ei::ploadu<P>(b + c * ldb + q * lanes);
+    GRIST_UNROLL for (int r = 0; r < R; ++r) {
+      const P wr = ei::pset1<P>(w[r * k + c]);
+      GRIST_UNROLL for (int q = 0; q < NP; ++q) acc[r][q] = ei::pmadd(wr, bv[q], acc[r][q]);
+    }
+  }
+  GRIST_UNROLL for (int r = 0; r < R; ++r)
+    GRIST_UNROLL for (int q = 0; q < NP; ++q) ei::pstoreu(y + r * ldy + q * lanes, acc[r][q]);
+}
+
+// The columns past the last whole packet, one at a time.
+template <class T>
+void column_tail(const T* w, const T* b, int64_t ldb, int64_t rows, int64_t k, int64_t cols, T* y, int64_t ldy) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t q = 0; q < cols; ++q) {
+      T sum = y[r * ldy + q];
+      for (int64_t c = 0; c < k; ++c) sum += w[r * k + c] * b[c * ldb + q];
+      y[r * ldy + q] = sum;
+    }
+}
+
+// R weight rows against all n columns: wide tiles, then one packet, then single columns.
+template <class T, int R>
+void tile_row_block(const T* w, const T* b, int64_t ldb, int64_t k, int64_t n, T* y, int64_t ldy) {
+  constexpr int64_t lanes = ei::packet_traits<T>::size, wide = lanes * kTilePackets;
+  int64_t q = 0;
+  for (; q + wide <= n; q += wide) tile<T, R, kTilePackets>(w, b + q, ldb, k, y + q, ldy);
+  for (; q + lanes <= n; q += lanes) tile<T, R, 1>(w, b + q, ldb, k, y + q, ldy);
+  if (q < n) column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
+}
+
 }  // namespace
+
+template <class T>
+void tile_product(const T* w, const T* b, int64_t ldb, int64_t m, int64_t k, int64_t n, T* y, int64_t ldy) {
+  int64_t i = 0;
+  for (; i + kTileRows <= m; i += kTileRows) tile_row_block<T, kTileRows>(w + i * k, b, ldb, k, n, y + i * ldy, ldy);
+  for (; i < m; ++i) tile_row_block<T, 1>(w + i * k, b, ldb, k, n, y + i * ldy, ldy);
+}
 
 template <class T>
 void dot_product_rows(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y) {
@@ -89,4 +141,9 @@ void dot_product_rows(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T
 template void dot_product_rows<float>(const float*, const float*, int64_t, int64_t, int64_t, float*);
 template void dot_product_rows<double>(const double*, const double*, int64_t, int64_t, int64_t, double*);
 
+}  // namespace grist
+
+namespace grist {
+template void tile_product<float>(const float*, const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
+template void tile_product<double>(const double*, const double*, int64_t, int64_t, int64_t, int64_t, double*, int64_t);
 }  // namespace grist

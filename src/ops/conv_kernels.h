@@ -12,7 +12,18 @@ namespace grist {
 template <class T>
 void dot_product_rows(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y);
 
+// y (m × n) += w (m × k) · b (k × n), row-major, b's and y's rows `ldb` and `ldy` apart: register tiles of weight
+// rows × grid columns, each output summed over k in order from its start value (every term added in, as above).
+// The weights are read as stored, b row by row for each tile: meant for b in the L2 cache (a few hundred KB).
+template <class T>
+void tile_product(const T* w, const T* b, int64_t ldb, int64_t m, int64_t k, int64_t n, T* y, int64_t ldy);
+
 extern template void dot_product_rows<float>(const float*, const float*, int64_t, int64_t, int64_t, float*);
 extern template void dot_product_rows<double>(const double*, const double*, int64_t, int64_t, int64_t, double*);
+
+extern template void tile_product<float>(const float*, const float*, int64_t, int64_t, int64_t, int64_t, float*,
+                                         int64_t);
+extern template void tile_product<double>(const double*, const double*, int64_t, int64_t, int64_t, int64_t, double*,
+                                          int64_t);
 
 }  // namespace grist

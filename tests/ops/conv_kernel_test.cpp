@@ -1,4 +1,4 @@
-// Conv's dot-product kernel (ops/conv_kernels.h) and the Conv paths that use it, against naive sums in double: odd
+// Conv's kernels (ops/conv_kernels.h: dot_product_rows, tile_product) and the Conv paths that use them, against naive sums in double: odd
 // sizes (m, k, p off the register blocks and the SIMD width), NaN and infinities, which must come out exactly where
 // a plain dot product puts them (a zero weight times an infinity is NaN: no term may be skipped), and denormals,
 // which must not be flushed.
@@ -27,8 +27,30 @@ void expect_matches(double got, double want, double magnitude, double tol, const
   }
 }
 
+enum class Kernel { DotProductRows, TileProduct };
+
+// y (m × p) += w (m × k) · tᵀ through either kernel: tile_product gets b = tᵀ (k × p) with rows `pad` wider than p,
+// y too (padding that a kernel running past its n columns would change), so that reading rows `n` apart shows too.
 template <class T>
-void check_dot_product_rows(int64_t m, int64_t k, int64_t p, Rng& rng, bool specials) {
+void run_kernel(Kernel kernel, const std::vector<T>& w, const std::vector<T>& t, int64_t m, int64_t k, int64_t p,
+                std::vector<T>& y) {
+  if (kernel == Kernel::DotProductRows) return dot_product_rows(w.data(), t.data(), m, k, p, y.data());
+  const int64_t pad = 3, ld = p + pad;
+  const T sentinel = 12345;
+  std::vector<T> b(static_cast<size_t>(k * ld), T(1)), wide(static_cast<size_t>(m * ld), sentinel);
+  for (int64_t c = 0; c < k; ++c)
+    for (int64_t j = 0; j < p; ++j) b[static_cast<size_t>(c * ld + j)] = t[static_cast<size_t>(j * k + c)];
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < p; ++j) wide[static_cast<size_t>(i * ld + j)] = y[static_cast<size_t>(i * p + j)];
+  tile_product(w.data(), b.data(), ld, m, k, p, wide.data(), ld);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < p; ++j) y[static_cast<size_t>(i * p + j)] = wide[static_cast<size_t>(i * ld + j)];
+    for (int64_t j = p; j < ld; ++j) EXPECT_EQ(wide[static_cast<size_t>(i * ld + j)], sentinel) << "wrote past n";
+  }
+}
+
+template <class T>
+void check_kernel(Kernel kernel, int64_t m, int64_t k, int64_t p, Rng& rng, bool specials) {
   std::vector<T> w(static_cast<size_t>(m * k)), t(static_cast<size_t>(p * k)), y(static_cast<size_t>(m * p));
   auto uniform = [&] { return static_cast<T>(static_cast<double>(rng.next() % 2001) / 1000.0 - 1.0); };
   for (T& v : w) v = uniform();
@@ -48,7 +70,7 @@ void check_dot_product_rows(int64_t m, int64_t k, int64_t p, Rng& rng, bool spec
     w[static_cast<size_t>((m - 1) * k + k - 1)] = static_cast<T>(k > 1 ? -kInf : kInf);
   }
   const std::vector<T> y0 = y;
-  dot_product_rows(w.data(), t.data(), m, k, p, y.data());
+  run_kernel(kernel, w, t, m, k, p, y);
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < p; ++j) {
@@ -60,7 +82,7 @@ void check_dot_product_rows(int64_t m, int64_t k, int64_t p, Rng& rng, bool spec
         magnitude += std::fabs(term);
       }
       expect_matches(static_cast<double>(y[static_cast<size_t>(i * p + j)]), sum, magnitude, tol,
-                     fmt::format("m={} k={} p={} y[{}, {}]", m, k, p, i, j));
+                     fmt::format("{} m={} k={} p={} y[{}, {}]", kernel == Kernel::TileProduct ? "tile" : "dot", m, k, p, i, j));
     }
 }
 
@@ -69,8 +91,8 @@ TEST(ConvKernel, DotProductRowsMatchesNaiveSums) {
   for (int64_t m : {1, 2, 3, 4, 5, 7, 9, 13})
     for (int64_t k : {1, 3, 8, 15, 16, 17, 33, 64, 147})
       for (int64_t p : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 17}) {
-        check_dot_product_rows<float>(m, k, p, rng, false);
-        check_dot_product_rows<double>(m, k, p, rng, false);
+        check_kernel<float>(Kernel::DotProductRows, m, k, p, rng, false);
+        check_kernel<double>(Kernel::DotProductRows, m, k, p, rng, false);
       }
 }
 
@@ -79,8 +101,30 @@ TEST(ConvKernel, DotProductRowsPropagatesNaNAndInfinities) {
   for (int64_t m : {1, 2, 4, 5, 9})
     for (int64_t k : {1, 7, 16, 17, 40})
       for (int64_t p : {1, 3, 4, 5, 9, 10}) {
-        check_dot_product_rows<float>(m, k, p, rng, true);
-        check_dot_product_rows<double>(m, k, p, rng, true);
+        check_kernel<float>(Kernel::DotProductRows, m, k, p, rng, true);
+        check_kernel<double>(Kernel::DotProductRows, m, k, p, rng, true);
+      }
+}
+
+// Tiles of 8 (or 4) rows × 2 packets (32 floats or 16 doubles with AVX-512), then single packets, then single
+// columns: n around each boundary.
+TEST(ConvKernel, TileProductMatchesNaiveSums) {
+  Rng rng(13);
+  for (int64_t m : {1, 3, 4, 7, 8, 9, 17})
+    for (int64_t k : {1, 2, 9, 31})
+      for (int64_t p : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 65}) {
+        check_kernel<float>(Kernel::TileProduct, m, k, p, rng, false);
+        check_kernel<double>(Kernel::TileProduct, m, k, p, rng, false);
+      }
+}
+
+TEST(ConvKernel, TileProductPropagatesNaNAndInfinities) {
+  Rng rng(17);
+  for (int64_t m : {1, 5, 8, 9})
+    for (int64_t k : {1, 6, 17})
+      for (int64_t p : {1, 7, 16, 33, 50}) {
+        check_kernel<float>(Kernel::TileProduct, m, k, p, rng, true);
+        check_kernel<double>(Kernel::TileProduct, m, k, p, rng, true);
       }
 }
 
