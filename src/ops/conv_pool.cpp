@@ -850,12 +850,55 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
   }
 }
 
+// Grids with at most this many (point, kernel offset) pairs take depthwise_small.
+constexpr int64_t kSmallDepthwiseTaps = 256;
+
+// Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points): each output point's input
+// offset per kernel offset, or padding, is worked out once for all planes, and each output is a scalar sum. The
+// phase planes' per-plane set-up cost several times the arithmetic there. The same terms in the same order as the
+// phase path (padding as zero times the weight, the bias added last), so the same bits.
+template <class T>
+void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias, T* y) {
+  const WindowGeometry& g = cs.geom;
+  const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
+  const int64_t out_channels = cs.groups * cs.grid_channels;
+  std::array<int64_t, kSmallDepthwiseTaps> offsets;  // [point · taps + tap]: into the input plane, −1 for padding
+  for (int64_t oh = 0, at = 0; oh < g.grid[0]; ++oh)
+    for (int64_t ow = 0; ow < g.grid[1]; ++ow)
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+        for (int64_t kw = 0; kw < g.kernel[1]; ++kw, ++at) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+          const bool inside = ih >= 0 && ih < g.image[0] && iw >= 0 && iw < g.image[1];
+          offsets[static_cast<size_t>(at)] = inside ? ih * g.image[1] + iw : -1;
+        }
+  const int64_t planes = cs.batch * cs.groups;
+  parallel_for(planes, grain_for(taps * grid * cs.grid_channels), [&](int64_t, int64_t first, int64_t last) {
+    for (int64_t plane = first; plane < last; ++plane) {
+      const T* xp = x + plane * image;
+      const int64_t n = plane / cs.groups, group = plane % cs.groups;
+      for (int64_t m = group * cs.grid_channels; m < (group + 1) * cs.grid_channels; ++m) {
+        const T* wm = w + m * taps;
+        T* out = y + (n * out_channels + m) * grid;
+        const T b = bias ? bias[m] : T(0);
+        for (int64_t pt = 0; pt < grid; ++pt) {
+          const int64_t* off = offsets.data() + pt * taps;
+          T sum = 0;
+          for (int64_t tap = 0; tap < taps; ++tap) sum += wm[tap] * (off[tap] < 0 ? T(0) : xp[off[tap]]);
+          out[pt] = sum + b;
+        }
+      }
+    }
+  });
+}
+
 // y = bias + Σ_taps w · x over each window, over chunks of input planes (each with its own phase scratch).
 template <class T>
 void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
+  if (grid * taps <= kSmallDepthwiseTaps) return depthwise_small(cs, x, w, bias, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
   const int64_t chunks = chunk_count(planes, grain);

@@ -208,6 +208,8 @@ void check_conv(const ConvCase& c, DType dtype, bool specials) {
     }
     // Zero weights: each meets the infinities above in some window, where its product must be NaN.
     for (int64_t i = 0; i < w.numel(); i += 3) set_element(w, i, 0.0);
+    // An infinite weight: where its window reads padding, the zero there times it is NaN (padding is multiplied in).
+    set_element(w, 1 % w.numel(), kInf);
   }
   std::vector<double> magnitude;
   Shape shape;
@@ -248,7 +250,12 @@ std::vector<ConvCase> conv_cases() {
       {"grid64_pointwise_strided", {1, 16, 15, 15}, {8, 16, 1, 1}, 1, {2, 2}},
       {"grouped_grid4", {1, 12, 2, 2}, {9, 4, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}},
       {"grouped_large", {1, 8, 7, 6}, {6, 4, 3, 3}, 2, {1, 1}, {1, 1, 1, 1}},
+      // Depthwise: small grids (offsets per point worked out once), a channel multiplier, and a larger grid (phase
+      // planes).
       {"depthwise", {1, 5, 6, 7}, {5, 1, 3, 3}, 5, {2, 1}, {1, 1, 1, 1}},
+      {"depthwise_2x2_multiplier", {2, 4, 2, 2}, {8, 1, 3, 3}, 4, {1, 1}, {1, 1, 1, 1}},
+      {"depthwise_5x5_dilated", {1, 3, 4, 5}, {3, 1, 5, 5}, 3, {1, 1}, {4, 3, 4, 3}, {2, 1}},
+      {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
   };
 }
 
