@@ -315,6 +315,42 @@ void for_each_column_row(const WindowPlanes<T>& planes, int64_t channels, const 
   }
 }
 
+// Grids whose (point, kernel offset) pairs number at most this take the offset-table paths (im2row_2d,
+// depthwise_small), the table on the stack.
+constexpr int64_t kWindowTablePairs = 256;
+
+// offsets[point · taps + tap]: where 2-D grid point `point` reads kernel offset `tap` in its channel's image, or −1
+// in the padding.
+void window_offsets(const WindowGeometry& g, int64_t* offsets) {
+  for (int64_t oh = 0, at = 0; oh < g.grid[0]; ++oh)
+    for (int64_t ow = 0; ow < g.grid[1]; ++ow)
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+        for (int64_t kw = 0; kw < g.kernel[1]; ++kw, ++at) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+          const bool inside = ih >= 0 && ih < g.image[0] && iw >= 0 && iw < g.image[1];
+          offsets[at] = inside ? ih * g.image[1] + iw : -1;
+        }
+}
+
+// The transposed column matrix (p × k) of a small 2-D grid straight from the image: t[point, c·taps + tap] =
+// image[c, offset(point, tap)], 0 in the padding, one table look-up per element (no per-row set-up, no transpose
+// after: for layer4 at 64×64, im2col set up 4,608 rows of 4 points each).
+template <class T>
+void im2row_2d(const T* image, int64_t channels, const WindowGeometry& g, T* t) {
+  const int64_t p = g.grid_size(), taps = g.kernel_size(), k = channels * taps, image_size = g.image_size();
+  std::array<int64_t, kWindowTablePairs> offsets;
+  window_offsets(g, offsets.data());
+  for (int64_t point = 0; point < p; ++point) {
+    const int64_t* off = offsets.data() + point * taps;
+    T* row = t + point * k;
+    for (int64_t c = 0; c < channels; ++c, row += taps) {
+      const T* xc = image + c * image_size;
+      for (int64_t tap = 0; tap < taps; ++tap) row[tap] = off[tap] < 0 ? T(0) : xc[off[tap]];
+    }
+  }
+}
+
 // dst[q] = src[q] for q < n, in fixed-size chunks: the runs here are 2 to 32 elements, where a call to memmove (what
 // std::copy becomes) costs more than the copy.
 template <class T>
@@ -576,11 +612,10 @@ void reserve_chunk_slots(NodeState& state, size_t base, int64_t chunks) {
   for (int64_t c = 1; c < chunks; ++c) state.slot(chunk_slot(base, c));
 }
 
-// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then dot_product_rows
-// over chunks of weight rows. Each weight is read once, from contiguous memory.
+// y (m × p) += w (m × k) · tᵀ for p <= kNarrowGrid, t = colsᵀ (p × k): dot_product_rows over chunks of weight rows.
+// Each weight is read once, from contiguous memory.
 template <class T>
-void narrow_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* t, T* y) {
-  MatrixMap<T>(t, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
+void narrow_product(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y) {
   parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
     dot_product_rows(w + r0 * k, t, r1 - r0, k, p, y + r0 * p);
   });
@@ -641,18 +676,24 @@ template <class T>
 void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bias, NodeState& state, T* out) {
   const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
   const bool pointwise = cs.geom.is_pointwise(), narrow = p >= 1 && p <= kNarrowGrid;
-  T* col = pointwise ? nullptr : scratch<T>(state, 0, k, p);
+  // Narrow 2-D grids read the image straight into colsᵀ.
+  const bool rows_direct =
+      narrow && !pointwise && cs.geom.rank == 2 && p * cs.geom.kernel_size() <= kWindowTablePairs;
+  T* col = pointwise || rows_direct ? nullptr : scratch<T>(state, 0, k, p);
   T* transposed = narrow ? scratch<T>(state, 3, p, k) : nullptr;
   for_each_block(cs, [&](const ConvBlock& b) {
     const T* cols = image + b.image_offset;
-    if (!pointwise) {
+    if (rows_direct) {
+      im2row_2d(cols, cs.image_channels, cs.geom, transposed);
+    } else if (!pointwise) {
       split_im2col(cs, cols, state, col);
       cols = col;
     }
     T* y = out + b.grid_offset;
     fill_channels(bias ? bias + b.group * cs.grid_channels : nullptr, cs.grid_channels, p, y);
     if (narrow) {
-      narrow_product(w + b.weight_offset, cols, cs.grid_channels, k, p, transposed, y);
+      if (!rows_direct) MatrixMap<T>(transposed, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
+      narrow_product(w + b.weight_offset, transposed, cs.grid_channels, k, p, y);
     } else {
       split_product(w + b.weight_offset, cols, cs.grid_channels, k, p, y);
     }
@@ -850,11 +891,9 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
   }
 }
 
-// Grids with at most this many (point, kernel offset) pairs take depthwise_small.
-constexpr int64_t kSmallDepthwiseTaps = 256;
-
-// Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points): each output point's input
-// offset per kernel offset, or padding, is worked out once for all planes, and each output is a scalar sum. The
+// Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points; at most kWindowTablePairs
+// point × kernel offset pairs): each output point's input offset per kernel offset, or padding, is worked out once
+// for all planes, and each output is a scalar sum. The
 // phase planes' per-plane set-up cost several times the arithmetic there. The same terms in the same order as the
 // phase path (padding as zero times the weight, the bias added last), so the same bits.
 template <class T>
@@ -862,16 +901,8 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  std::array<int64_t, kSmallDepthwiseTaps> offsets;  // [point · taps + tap]: into the input plane, −1 for padding
-  for (int64_t oh = 0, at = 0; oh < g.grid[0]; ++oh)
-    for (int64_t ow = 0; ow < g.grid[1]; ++ow)
-      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
-        for (int64_t kw = 0; kw < g.kernel[1]; ++kw, ++at) {
-          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
-          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
-          const bool inside = ih >= 0 && ih < g.image[0] && iw >= 0 && iw < g.image[1];
-          offsets[static_cast<size_t>(at)] = inside ? ih * g.image[1] + iw : -1;
-        }
+  std::array<int64_t, kWindowTablePairs> offsets;
+  window_offsets(g, offsets.data());
   const int64_t planes = cs.batch * cs.groups;
   parallel_for(planes, grain_for(taps * grid * cs.grid_channels), [&](int64_t, int64_t first, int64_t last) {
     for (int64_t plane = first; plane < last; ++plane) {
@@ -898,7 +929,7 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  if (grid * taps <= kSmallDepthwiseTaps) return depthwise_small(cs, x, w, bias, y);
+  if (grid * taps <= kWindowTablePairs) return depthwise_small(cs, x, w, bias, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
   const int64_t chunks = chunk_count(planes, grain);
