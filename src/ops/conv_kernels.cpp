@@ -5,6 +5,8 @@
 // plain stream gets), the rows of t stay in cache.
 #include "ops/conv_kernels.h"
 
+#include <type_traits>
+
 #include "util/eigen.h"
 
 namespace grist {
@@ -101,6 +103,32 @@ void tile(const T* w, const T* b, int64_t ldb, int64_t k, T* y, int64_t ldy) {
     GRIST_UNROLL for (int q = 0; q < NP; ++q) ei::pstoreu(y + r * ldy + q * lanes, acc[r][q]);
 }
 
+// Float packets with masked loads and stores (AVX-512's 16 lanes, AVX's 8): the columns past the last whole packet
+// as one masked tile (masked-off lanes load as zero, feed nothing and are not stored).
+#if defined(EIGEN_VECTORIZE_AVX512)
+constexpr bool kMaskedFloat = true;
+using FloatMask = uint16_t;
+#elif defined(EIGEN_VECTORIZE_AVX)
+constexpr bool kMaskedFloat = true;
+using FloatMask = uint8_t;
+#else
+constexpr bool kMaskedFloat = false;
+using FloatMask = uint8_t;
+#endif
+
+template <int R>
+void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t cols, float* y, int64_t ldy) {
+  using P = Packet<float>;
+  const auto mask = static_cast<FloatMask>((1u << cols) - 1);
+  P acc[R];
+  GRIST_UNROLL for (int r = 0; r < R; ++r) acc[r] = ei::ploadu<P>(y + r * ldy, mask);
+  for (int64_t c = 0; c < k; ++c) {
+    const P bv = ei::ploadu<P>(b + c * ldb, mask);
+    GRIST_UNROLL for (int r = 0; r < R; ++r) acc[r] = ei::pmadd(ei::pset1<P>(w[r * k + c]), bv, acc[r]);
+  }
+  GRIST_UNROLL for (int r = 0; r < R; ++r) ei::pstoreu(y + r * ldy, acc[r], mask);
+}
+
 // The columns past the last whole packet, one at a time.
 template <class T>
 void column_tail(const T* w, const T* b, int64_t ldb, int64_t rows, int64_t k, int64_t cols, T* y, int64_t ldy) {
@@ -119,7 +147,12 @@ void tile_row_block(const T* w, const T* b, int64_t ldb, int64_t k, int64_t n, T
   int64_t q = 0;
   for (; q + wide <= n; q += wide) tile<T, R, kTilePackets>(w, b + q, ldb, k, y + q, ldy);
   for (; q + lanes <= n; q += lanes) tile<T, R, 1>(w, b + q, ldb, k, y + q, ldy);
-  if (q < n) column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
+  if (q == n) return;
+  if constexpr (std::is_same_v<T, float> && kMaskedFloat) {
+    masked_tile<R>(w, b + q, ldb, k, n - q, y + q, ldy);
+  } else {
+    column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
+  }
 }
 
 }  // namespace
