@@ -106,16 +106,14 @@ void tile(const T* w, const T* b, int64_t ldb, int64_t k, T* y, int64_t ldy) {
 // Float packets with masked loads and stores (AVX-512's 16 lanes, AVX's 8): the columns past the last whole packet
 // as one masked tile (masked-off lanes load as zero, feed nothing and are not stored).
 #if defined(EIGEN_VECTORIZE_AVX512)
-constexpr bool kMaskedFloat = true;
+#define GRIST_MASKED_FLOAT 1
 using FloatMask = uint16_t;
 #elif defined(EIGEN_VECTORIZE_AVX)
-constexpr bool kMaskedFloat = true;
-using FloatMask = uint8_t;
-#else
-constexpr bool kMaskedFloat = false;
+#define GRIST_MASKED_FLOAT 1
 using FloatMask = uint8_t;
 #endif
 
+#ifdef GRIST_MASKED_FLOAT
 template <int R>
 void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t cols, float* y, int64_t ldy) {
   using P = Packet<float>;
@@ -128,6 +126,7 @@ void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t
   }
   GRIST_UNROLL for (int r = 0; r < R; ++r) ei::pstoreu(y + r * ldy, acc[r], mask);
 }
+#endif
 
 // The columns past the last whole packet, one at a time.
 template <class T>
@@ -148,11 +147,10 @@ void tile_row_block(const T* w, const T* b, int64_t ldb, int64_t k, int64_t n, T
   for (; q + wide <= n; q += wide) tile<T, R, kTilePackets>(w, b + q, ldb, k, y + q, ldy);
   for (; q + lanes <= n; q += lanes) tile<T, R, 1>(w, b + q, ldb, k, y + q, ldy);
   if (q == n) return;
-  if constexpr (std::is_same_v<T, float> && kMaskedFloat) {
-    masked_tile<R>(w, b + q, ldb, k, n - q, y + q, ldy);
-  } else {
-    column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
-  }
+#ifdef GRIST_MASKED_FLOAT
+  if constexpr (std::is_same_v<T, float>) return masked_tile<R>(w, b + q, ldb, k, n - q, y + q, ldy);
+#endif
+  column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
 }
 
 }  // namespace
