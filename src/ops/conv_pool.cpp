@@ -893,18 +893,57 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
 
 // Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points; at most kWindowTablePairs
 // point × kernel offset pairs): each output point's input offset per kernel offset, or padding, is worked out once
-// for all planes, and each output is a scalar sum. The
+// for all planes; without a channel multiplier 16 planes go at once (below), else each output is a scalar sum. The
 // phase planes' per-plane set-up cost several times the arithmetic there. The same terms in the same order as the
-// phase path (padding as zero times the weight, the bias added last), so the same bits.
+// phase path (padding as zero times the weight, the bias added last).
 template <class T>
-void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias, T* y) {
+void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
   std::array<int64_t, kWindowTablePairs> offsets;
   window_offsets(g, offsets.data());
-  const int64_t planes = cs.batch * cs.groups;
-  parallel_for(planes, grain_for(taps * grid * cs.grid_channels), [&](int64_t, int64_t first, int64_t last) {
+  const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * grid * cs.grid_channels);
+  // One output plane per input plane (no channel multiplier, as in the MobileNets): blocks of kLanes planes at once,
+  // the planes transposed to position-major (each position's kLanes values together), so that each (point, kernel
+  // offset) is one vector multiply-add across the block's channels.
+  constexpr int64_t kLanes = 16;
+  using Lanes = Eigen::Array<T, kLanes, 1>;
+  const bool blocked = cs.grid_channels == 1;
+  const int64_t chunks = chunk_count(planes, grain);
+  if (blocked)
+    for (int64_t c = 0; c < chunks; ++c) scratch<T>(state, chunk_slot(6, c), image + taps + 1, kLanes);
+  parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
+    if (blocked) {
+      // [position · kLanes + lane] for the block's planes, then the weights [tap · kLanes + lane], then the biases.
+      T* xt = state.slot(chunk_slot(6, chunk)).data<T>();
+      T* wt = xt + image * kLanes;
+      T* bt = wt + taps * kLanes;
+      for (; first + kLanes <= last; first += kLanes) {
+        for (int64_t lane = 0; lane < kLanes; ++lane) {
+          const T* xp = x + (first + lane) * image;
+          for (int64_t pos = 0; pos < image; ++pos) xt[pos * kLanes + lane] = xp[pos];
+          const int64_t m = (first + lane) % cs.groups;
+          for (int64_t tap = 0; tap < taps; ++tap) wt[tap * kLanes + lane] = w[m * taps + tap];
+          bt[lane] = bias ? bias[m] : T(0);
+        }
+        const Lanes zero = Lanes::Zero();
+        for (int64_t pt = 0; pt < grid; ++pt) {
+          const int64_t* off = offsets.data() + pt * taps;
+          Lanes sum = Lanes::Zero();
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const Eigen::Map<const Lanes> weights(wt + tap * kLanes);
+            if (off[tap] < 0) {
+              sum += weights * zero;
+            } else {
+              sum += weights * Eigen::Map<const Lanes>(xt + off[tap] * kLanes);
+            }
+          }
+          sum += Eigen::Map<const Lanes>(bt);
+          for (int64_t lane = 0; lane < kLanes; ++lane) y[(first + lane) * grid + pt] = sum[lane];
+        }
+      }
+    }
     for (int64_t plane = first; plane < last; ++plane) {
       const T* xp = x + plane * image;
       const int64_t n = plane / cs.groups, group = plane % cs.groups;
@@ -929,7 +968,7 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  if (grid * taps <= kWindowTablePairs) return depthwise_small(cs, x, w, bias, y);
+  if (grid * taps <= kWindowTablePairs) return depthwise_small(cs, x, w, bias, state, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
   const int64_t chunks = chunk_count(planes, grain);
