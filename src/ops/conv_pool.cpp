@@ -891,8 +891,14 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
   }
 }
 
+// Without a channel multiplier, grids of up to this many point × kernel offset pairs take depthwise_small's blocks
+// of planes: measured on the MobileNets at 64×64, it pays up to 8×8 grids of 3×3 (mobilenet_v2's 8×8 layer 0.048 ->
+// 0.026 ms, mobilenet_v3_small's 4×4 grids of 5×5 0.043 -> 0.011) and loses from 16×16 (0.067 -> 0.173: the
+// transposes then cost more than the phase planes).
+constexpr int64_t kBlockedDepthwisePairs = 1024;
+
 // Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points; at most kWindowTablePairs
-// point × kernel offset pairs): each output point's input offset per kernel offset, or padding, is worked out once
+// point × kernel offset pairs, or kBlockedDepthwisePairs without a channel multiplier): each output point's input offset per kernel offset, or padding, is worked out once
 // for all planes; without a channel multiplier 16 planes go at once (below), else each output is a scalar sum. The
 // phase planes' per-plane set-up cost several times the arithmetic there. The same terms in the same order as the
 // phase path (padding as zero times the weight, the bias added last).
@@ -901,8 +907,10 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  std::array<int64_t, kWindowTablePairs> offsets;
-  window_offsets(g, offsets.data());
+  Tensor& table = state.slot(7);
+  table.resize(DType::Int64, Shape{grid * taps});
+  int64_t* offsets = table.data<int64_t>();
+  window_offsets(g, offsets);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * grid * cs.grid_channels);
   // One output plane per input plane (no channel multiplier, as in the MobileNets): blocks of kLanes planes at once,
   // the planes transposed to position-major (each position's kLanes values together), so that each (point, kernel
@@ -929,7 +937,7 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
         }
         const Lanes zero = Lanes::Zero();
         for (int64_t pt = 0; pt < grid; ++pt) {
-          const int64_t* off = offsets.data() + pt * taps;
+          const int64_t* off = offsets + pt * taps;
           Lanes sum = Lanes::Zero();
           for (int64_t tap = 0; tap < taps; ++tap) {
             const Eigen::Map<const Lanes> weights(wt + tap * kLanes);
@@ -952,7 +960,7 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
         T* out = y + (n * out_channels + m) * grid;
         const T b = bias ? bias[m] : T(0);
         for (int64_t pt = 0; pt < grid; ++pt) {
-          const int64_t* off = offsets.data() + pt * taps;
+          const int64_t* off = offsets + pt * taps;
           T sum = 0;
           for (int64_t tap = 0; tap < taps; ++tap) sum += wm[tap] * (off[tap] < 0 ? T(0) : xp[off[tap]]);
           out[pt] = sum + b;
@@ -968,7 +976,8 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  if (grid * taps <= kWindowTablePairs) return depthwise_small(cs, x, w, bias, state, y);
+  if (grid * taps <= (cs.grid_channels == 1 ? kBlockedDepthwisePairs : kWindowTablePairs))
+    return depthwise_small(cs, x, w, bias, state, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
   const int64_t chunks = chunk_count(planes, grain);

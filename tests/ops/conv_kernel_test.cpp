@@ -257,6 +257,7 @@ std::vector<ConvCase> conv_cases() {
       // Blocks of 16 planes (one across the batch items' boundary) and a remainder.
       {"depthwise_blocks_batch", {2, 19, 3, 3}, {19, 1, 3, 3}, 19, {1, 1}, {1, 1, 1, 1}},
       {"depthwise_blocks_strided", {1, 37, 5, 6}, {37, 1, 3, 3}, 37, {2, 2}, {1, 0, 1, 1}},
+      {"depthwise_blocks_5x5_6x6", {1, 17, 6, 6}, {17, 1, 5, 5}, 17, {1, 1}, {2, 2, 2, 2}},
       {"depthwise_5x5_dilated", {1, 3, 4, 5}, {3, 1, 5, 5}, 3, {1, 1}, {4, 3, 4, 3}, {2, 1}},
       {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
   };
