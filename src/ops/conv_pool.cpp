@@ -1257,6 +1257,39 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   auto take = [](T v, T best) { return select((v > best) | is_nan_value(v), v, best); };
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    const int64_t taps = g.kernel_size();
+    constexpr int64_t kLanes = 16;
+    if (g.rank == 2 && planes >= kLanes && grid_size * taps <= kBlockedDepthwisePairs) {
+      // Small grids (SqueezeNet's 3×3 to 15×15 at 64×64), as depthwise_small: 16 planes at once, transposed to
+      // position-major, one vector max per (point, kernel offset) through the offset table, padding reading a row
+      // of −inf; the kernel offsets in the same order as on the phase planes, the new value first. The phase
+      // planes' per-plane set-up cost several times the comparisons there.
+      using Lanes = Eigen::Array<T, kLanes, 1>;
+      Tensor& table = state.slot(4);
+      table.resize(DType::Int64, Shape{grid_size * taps});
+      const int64_t* offsets = table.data<int64_t>();
+      window_offsets(g, table.data<int64_t>());
+      T* xt = scratch<T>(state, 5, image_size + 1, kLanes);  // [position · kLanes + lane], then the padding row
+      std::fill_n(xt + image_size * kLanes, kLanes, empty);
+      int64_t plane = 0;
+      for (; plane + kLanes <= planes; plane += kLanes) {
+        for (int64_t lane = 0; lane < kLanes; ++lane) {
+          const T* xp = x + (plane + lane) * image_size;
+          for (int64_t pos = 0; pos < image_size; ++pos) xt[pos * kLanes + lane] = xp[pos];
+        }
+        for (int64_t pt = 0; pt < grid_size; ++pt) {
+          const int64_t* off = offsets + pt * taps;
+          Lanes acc = Lanes::Constant(empty);
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const T* src = xt + (off[tap] < 0 ? image_size : off[tap]) * kLanes;
+            acc = Eigen::Map<const Lanes>(src).binaryExpr(acc, NanPropagatingMax<T>());
+          }
+          for (int64_t lane = 0; lane < kLanes; ++lane) y[(plane + lane) * grid_size + pt] = acc[lane];
+        }
+      }
+      if (plane < planes) max_pool_values(g, planes - plane, x + plane * image_size, state, y + plane * grid_size);
+      return;
+    }
     if (g.rank == 2 && g.stride[1] <= kMaxPhaseStride) {
       // On phase planes padded with −inf, as the depthwise convolution: one vector max per kernel offset over
       // the whole plane. The new value goes first, so that a NaN in it takes over and one already taken stays.

@@ -277,5 +277,69 @@ TEST(ConvKernel, ConvPropagatesNaNAndInfinitiesLikeNaiveConvolution) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------
+// MaxPool (values only) on small grids, whose planes go 16 at once, against a naive max: a NaN anywhere in the
+// window gives NaN, padding never wins.
+
+struct PoolCase {
+  const char* name;
+  Shape x;
+  std::vector<int64_t> kernel, strides, pads;
+  int64_t ceil_mode = 0;
+};
+
+void check_max_pool(const PoolCase& c, DType dtype) {
+  Rng rng(29);
+  Tensor x = random_tensor(rng, c.x, -1, 1, dtype);
+  const double values[] = {kNaN, kInf, -kInf};
+  for (int i = 0; i < 9; ++i) set_element(x, static_cast<int64_t>(rng.next() % static_cast<uint64_t>(x.numel())),
+                                          values[i % 3]);
+  auto out = run_node(node_spec("MaxPool", {{"kernel_shape", attr_ints(c.kernel)},
+                                            {"strides", attr_ints(c.strides)},
+                                            {"pads", attr_ints(c.pads)},
+                                            {"ceil_mode", attr_int(c.ceil_mode)}}),
+                      {x});
+  ASSERT_EQ(out.size(), 1u);
+  const Shape& y = out[0].shape();
+  const int64_t planes = c.x[0] * c.x[1], h = c.x[2], w = c.x[3], oh = y[2], ow = y[3];
+  int64_t nan_outputs = 0;
+  for (int64_t p = 0; p < planes; ++p)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double best = -kInf;
+        bool nan = false;
+        for (int64_t a = 0; a < c.kernel[0]; ++a)
+          for (int64_t b = 0; b < c.kernel[1]; ++b) {
+            const int64_t ih = i * c.strides[0] - c.pads[0] + a, iw = j * c.strides[1] - c.pads[1] + b;
+            if (ih < 0 || ih >= h || iw < 0 || iw >= w) continue;
+            const double v = x.get_as_double((p * h + ih) * w + iw);
+            nan |= std::isnan(v);
+            best = std::max(best, v);
+          }
+        const double got = out[0].get_as_double((p * oh + i) * ow + j);
+        nan_outputs += nan;
+        if (nan) {
+          EXPECT_TRUE(std::isnan(got)) << c.name << " plane " << p << " (" << i << ", " << j << ")";
+        } else {
+          EXPECT_EQ(got, best) << c.name << " plane " << p << " (" << i << ", " << j << ")";
+        }
+      }
+  EXPECT_GT(nan_outputs, 0) << c.name;
+}
+
+TEST(ConvKernel, MaxPoolOnSmallGridsMatchesNaiveMax) {
+  const std::vector<PoolCase> cases = {
+      // SqueezeNet's: 3×3 stride 2, ceil mode, 7×7 → 3×3; 38 planes (two blocks of 16 across the batch items, and a
+      // remainder on the phase planes).
+      {"ceil", {2, 19, 7, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 1},
+      {"padded", {1, 33, 5, 6}, {3, 3}, {1, 2}, {1, 1, 1, 0}},
+      {"ceil_padded", {1, 16, 4, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, 1},
+  };
+  for (const PoolCase& c : cases) {
+    check_max_pool(c, DType::Float32);
+    check_max_pool(c, DType::Float64);
+  }
+}
+
 }  // namespace
 }  // namespace grist::testing
