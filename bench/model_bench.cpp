@@ -1,15 +1,19 @@
 // Times grist's forward on ONNX models, single-threaded, for bench/real_models.py (which runs ONNX Runtime and
 // PyTorch beside it) and for finding where the time goes:
 //
-//   build/bench/model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile] MODEL.onnx[=INPUT.npy] ...
+//   build/bench/model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile | --profile-in-order]
+//                           MODEL.onnx[=INPUT.npy] ...
 //
 // Each model is loaded once; its first float input is INPUT.npy (or uniform [0, 1) noise of its declared
 // shape, batch 1). It prints one JSON line per model: {"model", "samples_ms", "median_ms", "cpu_ms",
 // "median_cpu_ms"}: wall-clock and this thread's CPU time of N warm forwards after `warmup` untimed ones (on
 // shared cores the CPU time leaves out the time other work held the core). --profile adds "nodes": each node's
 // median CPU time, measured by re-running its kernel alone on the inputs the full forward left (so it excludes
-// the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. Errors print one
-// line on stderr and exit 2.
+// the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. --profile-in-order
+// gives the same fields, but each node is timed as part of N whole passes over the graph in order (each node
+// reading the outputs the pass gave it, so its caches hold what a real forward leaves them), plus "pass_ms", the
+// median pass: what a node costs inside a forward, which warm repeats understate. Errors print one line on stderr
+// and exit 2.
 #include <time.h>
 
 #include <algorithm>
@@ -41,40 +45,75 @@ using bench::thread_cpu_ms;
 
 struct Options {
   int iters = 20, warmup = 3;
-  bool scan = true, profile = false;
+  bool scan = true, profile = false, in_order = false;
 };
 
-// Each node's kernel alone, `iters` times on the values the executor's last forward left, into private outputs.
-Result<nlohmann::json> profile_nodes(const Graph& g, const Executor& ex, int iters) {
+// One node's kernel with its operands, outputs and scratch, for profile_nodes.
+struct NodeRun {
+  const OpDef* op;
+  std::vector<const Tensor*> in;
+  std::vector<Tensor*> out;
+  NodeState state;
+};
+
+// Each node's kernel, `iters` times, into private outputs. Alone (in_order false): each node repeated on the values
+// the executor's last forward left. In order: `iters` whole passes over the graph, each node reading the private
+// outputs of the nodes before it in the same pass (graph inputs and initializers from the executor).
+Result<nlohmann::json> profile_nodes(const Graph& g, const Executor& ex, int iters, bool in_order) {
   const OpRegistry& reg = OpRegistry::global();
   Rng rng(0);
+  std::vector<Tensor> produced(g.values.size());
+  std::vector<uint8_t> is_produced(g.values.size(), 0);
+  std::vector<NodeRun> runs(g.nodes.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    NodeRun& r = runs[n];
+    r.op = reg.find(node.op_type, node.domain);
+    GRIST_CHECK(r.op, "{}: no kernel for {}", node.name, node.op_type);
+    for (ValueId id : node.inputs) {
+      const auto i = static_cast<size_t>(id);
+      r.in.push_back(id == kNoValue ? nullptr : in_order && is_produced[i] ? &produced[i] : &ex.value(id));
+    }
+    for (ValueId id : node.outputs) {
+      if (id != kNoValue) is_produced[static_cast<size_t>(id)] = 1;
+      r.out.push_back(id == kNoValue ? nullptr : &produced[static_cast<size_t>(id)]);
+    }
+  }
+  std::vector<std::vector<double>> samples(g.nodes.size());
+  std::vector<double> passes;
+  auto run_node = [&](size_t n, bool timed) -> Status {
+    NodeRun& r = runs[n];
+    ForwardContext ctx{g.nodes[n], r.in, r.out, r.state, rng, std::nullopt};
+    const double c0 = thread_cpu_ms();
+    GRIST_TRY(r.op->forward(ctx));
+    if (timed) samples[n].push_back(thread_cpu_ms() - c0);
+    return Status::ok();
+  };
+  // In both, the first run sizes the outputs and scratch: not timed.
+  if (in_order) {
+    for (int i = 0; i <= iters; ++i) {
+      const double c0 = thread_cpu_ms();
+      for (size_t n = 0; n < runs.size(); ++n) GRIST_TRY(run_node(n, i > 0));
+      if (i > 0) passes.push_back(thread_cpu_ms() - c0);
+    }
+  } else {
+    for (size_t n = 0; n < runs.size(); ++n)
+      for (int i = 0; i <= iters; ++i) GRIST_TRY(run_node(n, i > 0));
+  }
   nlohmann::json nodes = nlohmann::json::array();
   std::map<std::string, double> per_op;
-  for (const Node& node : g.nodes) {
-    const OpDef* op = reg.find(node.op_type, node.domain);
-    GRIST_CHECK(op, "{}: no kernel for {}", node.name, node.op_type);
-    std::vector<const Tensor*> in;
-    for (ValueId id : node.inputs) in.push_back(id == kNoValue ? nullptr : &ex.value(id));
-    std::vector<Tensor> out_storage(node.outputs.size());
-    std::vector<Tensor*> out;
-    for (size_t o = 0; o < node.outputs.size(); ++o)
-      out.push_back(node.outputs[o] == kNoValue ? nullptr : &out_storage[o]);
-    NodeState state;
-    std::vector<double> samples;
-    for (int i = 0; i <= iters; ++i) {  // the first run sizes the outputs and scratch: not timed
-      ForwardContext ctx{node, in, out, state, rng, std::nullopt};
-      const double c0 = thread_cpu_ms();
-      GRIST_TRY(op->forward(ctx));
-      if (i > 0) samples.push_back(thread_cpu_ms() - c0);
-    }
-    const double m = median(samples);
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    const double m = median(samples[n]);
     per_op[node.op_type] += m;
-    std::string shape = out_storage.empty() ? "" : out_storage[0].shape().str();
+    const std::string shape = runs[n].out.empty() || !runs[n].out[0] ? "" : runs[n].out[0]->shape().str();
     nodes.push_back({{"name", node.name}, {"op", node.op_type}, {"shape", shape}, {"median_ms", m}});
   }
   nlohmann::json ops = nlohmann::json::object();
   for (const auto& [op, ms] : per_op) ops[op] = ms;
-  return nlohmann::json{{"nodes", nodes}, {"ops", ops}};
+  nlohmann::json j{{"nodes", nodes}, {"ops", ops}};
+  if (in_order) j["pass_ms"] = median(passes);
+  return j;
 }
 
 Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
@@ -101,8 +140,8 @@ Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
   }
   nlohmann::json j{{"model", path}, {"samples_ms", samples}, {"median_ms", median(samples)}, {"cpu_ms", cpu},
                    {"median_cpu_ms", median(cpu)}};
-  if (o.profile) {
-    auto p = profile_nodes(g, ex, o.iters);
+  if (o.profile || o.in_order) {
+    auto p = profile_nodes(g, ex, o.iters, o.in_order);
     if (!p) return p.error();
     j.update(*p);
   }
@@ -124,6 +163,8 @@ int main(int argc, char** argv) {
       o.scan = false;
     } else if (a == "--profile") {
       o.profile = true;
+    } else if (a == "--profile-in-order") {
+      o.in_order = true;
     } else if (!a.empty() && a[0] == '-') {
       std::fprintf(stderr, "model_bench: unknown option %s\n", a.c_str());
       return 2;
@@ -132,7 +173,7 @@ int main(int argc, char** argv) {
     }
   }
   if (models.empty()) {
-    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile] "
+    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile | --profile-in-order] "
                  "MODEL.onnx[=X.npy]...\n");
     return 2;
   }

@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ops/conv_kernels.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 #include "util/thread_pool.h"
@@ -314,10 +315,124 @@ void for_each_column_row(const WindowPlanes<T>& planes, int64_t channels, const 
   }
 }
 
+// Grids whose (point, kernel offset) pairs number at most this take the offset-table paths (im2row_2d,
+// depthwise_small), the table on the stack.
+constexpr int64_t kWindowTablePairs = 256;
+
+// offsets[point · taps + tap]: where 2-D grid point `point` reads kernel offset `tap` in its channel's image, or −1
+// in the padding.
+void window_offsets(const WindowGeometry& g, int64_t* offsets) {
+  for (int64_t oh = 0, at = 0; oh < g.grid[0]; ++oh)
+    for (int64_t ow = 0; ow < g.grid[1]; ++ow)
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+        for (int64_t kw = 0; kw < g.kernel[1]; ++kw, ++at) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+          const bool inside = ih >= 0 && ih < g.image[0] && iw >= 0 && iw < g.image[1];
+          offsets[at] = inside ? ih * g.image[1] + iw : -1;
+        }
+}
+
+// The transposed column matrix (p × k) of a small 2-D grid straight from the image: t[point, c·taps + tap] =
+// image[c, offset(point, tap)], 0 in the padding, one table look-up per element (no per-row set-up, no transpose
+// after: for layer4 at 64×64, im2col set up 4,608 rows of 4 points each).
+template <class T>
+void im2row_2d(const T* image, int64_t channels, const WindowGeometry& g, T* t) {
+  const int64_t p = g.grid_size(), taps = g.kernel_size(), k = channels * taps, image_size = g.image_size();
+  std::array<int64_t, kWindowTablePairs> offsets;
+  window_offsets(g, offsets.data());
+  for (int64_t point = 0; point < p; ++point) {
+    const int64_t* off = offsets.data() + point * taps;
+    T* row = t + point * k;
+    for (int64_t c = 0; c < channels; ++c, row += taps) {
+      const T* xc = image + c * image_size;
+      for (int64_t tap = 0; tap < taps; ++tap) row[tap] = off[tap] < 0 ? T(0) : xc[off[tap]];
+    }
+  }
+}
+
+// dst[q] = src[q] for q < n, in fixed-size chunks: the runs here are 2 to 32 elements, where a call to memmove (what
+// std::copy becomes) costs more than the copy.
+template <class T>
+void copy_short(const T* src, int64_t n, T* dst) {
+  int64_t q = 0;
+  for (; q + 16 <= n; q += 16) Eigen::Map<Eigen::Array<T, 16, 1>>(dst + q) = Eigen::Map<const Eigen::Array<T, 16, 1>>(src + q);
+  for (; q + 4 <= n; q += 4) Eigen::Map<Eigen::Array<T, 4, 1>>(dst + q) = Eigen::Map<const Eigen::Array<T, 4, 1>>(src + q);
+  for (; q < n; ++q) dst[q] = src[q];
+}
+
+// Kernels up to this wide take im2col_2d (their column ranges on the stack).
+constexpr int64_t kMaxIm2colKernelWidth = 16;
+
+// 2-D im2col straight from the image: per (channel, kernel offset) row only the output rows inside the image are
+// looked up, each a copy of the columns inside (their range worked out once per kernel column) between zeros. The
+// general path's per-row set-up (window planes, strided block maps) cost more than the copy itself on the small
+// grids of a CNN's deep layers (layer4 at 64×64: 4,608 rows of 4 points each), 16 % of resnet18's forward.
+template <class T>
+void im2col_2d(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
+  const int64_t h = g.image[0], w = g.image[1], oh_count = g.grid[0], ow_count = g.grid[1], sw = g.stride[1];
+  struct Columns {
+    int64_t first, lo, hi;
+  };
+  std::array<Columns, kMaxIm2colKernelWidth> columns;
+  for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+    Columns& cr = columns[static_cast<size_t>(kw)];
+    cr.first = kw * g.dilation[1] - g.pad_begin[1];
+    valid_range(cr.first, sw, w, ow_count, cr.lo, cr.hi);
+  }
+  // Stride 1 along rows of the image's width (a "same" convolution): consecutive output rows read consecutive image
+  // rows, so each (channel, kernel offset) row of the column matrix is one copy, whatever the grid's height.
+  const bool rows_contiguous = sw == 1 && ow_count == w && g.stride[0] == 1;
+  T* out = col;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw, out += oh_count * ow_count) {
+        const Columns& cr = columns[static_cast<size_t>(kw)];
+        if (rows_contiguous) {
+          // Output rows [lo, hi) read image rows ih0 + oh: one run from the first one's column cr.lo to the last one's
+          // cr.hi; the columns outside [cr.lo, cr.hi) it also copied (neighbouring rows' ends) are padding, zeroed.
+          const int64_t ih0 = kh * g.dilation[0] - g.pad_begin[0];
+          int64_t lo = 0, hi = 0;
+          valid_range(ih0, g.stride[0], h, oh_count, lo, hi);
+          std::fill_n(out, lo * ow_count, T(0));
+          std::fill(out + hi * ow_count, out + oh_count * ow_count, T(0));
+          if (lo >= hi || cr.lo >= cr.hi) {
+            std::fill(out + lo * ow_count, out + hi * ow_count, T(0));
+            continue;
+          }
+          const T* src = image + (c * h + ih0 + lo) * w + cr.first;
+          std::copy(src + cr.lo, src + (hi - lo - 1) * w + cr.hi, out + lo * ow_count + cr.lo);
+          for (int64_t oh = lo; oh < hi; ++oh) {
+            T* dst = out + oh * ow_count;
+            for (int64_t q = 0; q < cr.lo; ++q) dst[q] = T(0);
+            for (int64_t q = cr.hi; q < ow_count; ++q) dst[q] = T(0);
+          }
+          continue;
+        }
+        for (int64_t oh = 0; oh < oh_count; ++oh) {
+          T* dst = out + oh * ow_count;
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          if (ih < 0 || ih >= h) {
+            std::fill_n(dst, ow_count, T(0));
+            continue;
+          }
+          const T* src = image + (c * h + ih) * w + cr.first;
+          for (int64_t q = 0; q < cr.lo; ++q) dst[q] = T(0);
+          if (sw == 1) {
+            copy_short(src + cr.lo, cr.hi - cr.lo, dst + cr.lo);
+          } else {
+            for (int64_t q = cr.lo; q < cr.hi; ++q) dst[q] = src[q * sw];
+          }
+          for (int64_t q = cr.hi; q < ow_count; ++q) dst[q] = T(0);
+        }
+      }
+}
+
 template <class T>
 void im2col(const T* image, int64_t channels, const WindowGeometry& g, Tensor& scratch, T* col) {
   const int64_t grid_size = g.grid_size();
   if (grid_size == 0) return;
+  if (g.rank == 2 && g.kernel[1] <= kMaxIm2colKernelWidth) return im2col_2d(image, channels, g, col);
   const auto planes = window_planes<const T>(image, channels, g, true, scratch);
   for_each_column_row(planes, channels, g, [&](const T* plane, const SpatialArray& step, int64_t row) {
     move_row<false>(plane, step, g, col + row * grid_size);
@@ -484,36 +599,8 @@ void for_each_block(const ConvShape& cs, F&& f) {
 }
 
 // Grids of at most this many points (the deep layers of a CNN at small inputs: 2×2, 3×3) take the dot-product
-// path of narrow_product: a GEMM would pack the whole weight matrix for a handful of columns. Measured on
-// single Conv nodes: 1.2–1.6× faster than Eigen's GEMM at 4 and 9 points, 2.7× slower at 16.
+// path of narrow_product: a GEMM would pack the whole weight matrix for a handful of columns.
 constexpr int64_t kNarrowGrid = 9;
-
-// y (m × P) += w (m × k) · tᵀ, t = colsᵀ (P × k): per weight row, P dot products at once, each 16-element
-// chunk of the row loaded once for all P (the accumulators stay in registers: P is a template parameter).
-template <class T, int P>
-void narrow_rows(const T* w, const T* t, int64_t m, int64_t k, T* y) {
-  using Chunk = Eigen::Array<T, 16, 1>;
-  const int64_t chunked = k / 16 * 16;
-  for (int64_t i = 0; i < m; ++i) {
-    const T* wi = w + i * k;
-    std::array<Chunk, P> acc;
-    for (Chunk& a : acc) a.setZero();
-    for (int64_t c = 0; c < chunked; c += 16) {
-      const Chunk wc = Eigen::Map<const Chunk>(wi + c);
-      for (int j = 0; j < P; ++j) acc[static_cast<size_t>(j)] += wc * Eigen::Map<const Chunk>(t + j * k + c);
-    }
-    for (int j = 0; j < P; ++j) {
-      T sum = acc[static_cast<size_t>(j)].sum();
-      for (int64_t c = chunked; c < k; ++c) sum += wi[c] * t[j * k + c];
-      y[i * P + j] += sum;
-    }
-  }
-}
-
-template <class T, size_t... P>
-constexpr auto narrow_kernels(std::index_sequence<P...>) {
-  return std::array<void (*)(const T*, const T*, int64_t, int64_t, T*), sizeof...(P)>{narrow_rows<T, P + 1>...};
-}
 
 // Scratch slot `base` for chunk 0 (the serial path's own), and from 16 on for the other chunks: taken before the
 // chunks start, since taking a slot may grow the state's deque.
@@ -525,21 +612,37 @@ void reserve_chunk_slots(NodeState& state, size_t base, int64_t chunks) {
   for (int64_t c = 1; c < chunks; ++c) state.slot(chunk_slot(base, c));
 }
 
-// y (m × p) += w (m × k) · cols (k × p) for p <= kNarrowGrid: colsᵀ goes to `t` (p × k), then narrow_rows over
-// chunks of weight rows. Each weight is read once, from contiguous memory.
+// y (m × p) += w (m × k) · tᵀ for p <= kNarrowGrid, t = colsᵀ (p × k): dot_product_rows over chunks of weight rows.
+// Each weight is read once, from contiguous memory.
 template <class T>
-void narrow_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* t, T* y) {
-  static constexpr auto kernels = narrow_kernels<T>(std::make_index_sequence<kNarrowGrid>{});
-  MatrixMap<T>(t, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
+void narrow_product(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y) {
   parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
-    kernels[static_cast<size_t>(p - 1)](w + r0 * k, t, r1 - r0, k, y + r0 * p);
+    dot_product_rows(w + r0 * k, t, r1 - r0, k, p, y + r0 * p);
   });
 }
 
-// y (m × p) += w (m × k) · cols (k × p), split over chunks of columns when p > m (each chunk packs all of w, the
-// smaller operand), else of rows (each packs all of cols). Each output is one chunk's, its sum the same GEMM's.
+// Column matrices up to this size take tile_product, which reads the weights as stored: Eigen's GEMM packs the whole
+// weight matrix on every call (12 % of resnet18's forward at 64×64). Larger ones, which tile_product would stream
+// from beyond the L2 cache for every block of weight rows, take Eigen's cache-blocked GEMM.
+constexpr int64_t kTileProductBytes = int64_t{1} << 20;
+
+// y (m × p) += w (m × k) · cols (k × p), split over chunks of columns when p > m (with Eigen, each chunk packs all
+// of w, the smaller operand), else of rows (each packs all of cols). Each output is one chunk's, its sum the same
+// product's.
 template <class T>
 void split_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* y) {
+  if (k * p * static_cast<int64_t>(sizeof(T)) <= kTileProductBytes) {
+    if (p > m) {
+      parallel_for(p, grain_for(m * k), [&](int64_t, int64_t c0, int64_t c1) {
+        tile_product(w, cols + c0, p, m, k, c1 - c0, y + c0, p);
+      });
+    } else {
+      parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
+        tile_product(w + r0 * k, cols, p, r1 - r0, k, p, y + r0 * p, p);
+      });
+    }
+    return;
+  }
   using Strided = Eigen::OuterStride<>;
   if (p > m) {
     parallel_for(p, grain_for(m * k), [&](int64_t, int64_t c0, int64_t c1) {
@@ -573,18 +676,24 @@ template <class T>
 void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bias, NodeState& state, T* out) {
   const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
   const bool pointwise = cs.geom.is_pointwise(), narrow = p >= 1 && p <= kNarrowGrid;
-  T* col = pointwise ? nullptr : scratch<T>(state, 0, k, p);
+  // Narrow 2-D grids read the image straight into colsᵀ.
+  const bool rows_direct =
+      narrow && !pointwise && cs.geom.rank == 2 && p * cs.geom.kernel_size() <= kWindowTablePairs;
+  T* col = pointwise || rows_direct ? nullptr : scratch<T>(state, 0, k, p);
   T* transposed = narrow ? scratch<T>(state, 3, p, k) : nullptr;
   for_each_block(cs, [&](const ConvBlock& b) {
     const T* cols = image + b.image_offset;
-    if (!pointwise) {
+    if (rows_direct) {
+      im2row_2d(cols, cs.image_channels, cs.geom, transposed);
+    } else if (!pointwise) {
       split_im2col(cs, cols, state, col);
       cols = col;
     }
     T* y = out + b.grid_offset;
     fill_channels(bias ? bias + b.group * cs.grid_channels : nullptr, cs.grid_channels, p, y);
     if (narrow) {
-      narrow_product(w + b.weight_offset, cols, cs.grid_channels, k, p, transposed, y);
+      if (!rows_direct) MatrixMap<T>(transposed, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
+      narrow_product(w + b.weight_offset, transposed, cs.grid_channels, k, p, y);
     } else {
       split_product(w + b.weight_offset, cols, cs.grid_channels, k, p, y);
     }
@@ -782,12 +891,93 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
   }
 }
 
+// Without a channel multiplier, grids of up to this many point × kernel offset pairs take depthwise_small's blocks
+// of planes: measured on the MobileNets at 64×64, it pays up to 8×8 grids of 3×3 (mobilenet_v2's 8×8 layer 0.048 ->
+// 0.026 ms, mobilenet_v3_small's 4×4 grids of 5×5 0.043 -> 0.011) and loses from 16×16 (0.067 -> 0.173: the
+// transposes then cost more than the phase planes).
+constexpr int64_t kBlockedDepthwisePairs = 1024;
+
+// Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points; at most kWindowTablePairs
+// point × kernel offset pairs, or kBlockedDepthwisePairs without a channel multiplier): each output point's input offset per kernel offset, or padding, is worked out once
+// for all planes; without a channel multiplier 16 planes go at once (below), else each output is a scalar sum. The
+// phase planes' per-plane set-up cost several times the arithmetic there. The same terms in the same order as the
+// phase path (padding as zero times the weight, the bias added last).
+template <class T>
+void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
+  const WindowGeometry& g = cs.geom;
+  const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
+  const int64_t out_channels = cs.groups * cs.grid_channels;
+  Tensor& table = state.slot(7);
+  table.resize(DType::Int64, Shape{grid * taps});
+  int64_t* offsets = table.data<int64_t>();
+  window_offsets(g, offsets);
+  const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * grid * cs.grid_channels);
+  // One output plane per input plane (no channel multiplier, as in the MobileNets): blocks of kLanes planes at once,
+  // the planes transposed to position-major (each position's kLanes values together), so that each (point, kernel
+  // offset) is one vector multiply-add across the block's channels.
+  constexpr int64_t kLanes = 16;
+  using Lanes = Eigen::Array<T, kLanes, 1>;
+  const bool blocked = cs.grid_channels == 1;
+  const int64_t chunks = chunk_count(planes, grain);
+  if (blocked)
+    for (int64_t c = 0; c < chunks; ++c) scratch<T>(state, chunk_slot(6, c), image + taps + 1, kLanes);
+  parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
+    if (blocked) {
+      // [position · kLanes + lane] for the block's planes, then the weights [tap · kLanes + lane], then the biases.
+      T* xt = state.slot(chunk_slot(6, chunk)).data<T>();
+      T* wt = xt + image * kLanes;
+      T* bt = wt + taps * kLanes;
+      for (; first + kLanes <= last; first += kLanes) {
+        for (int64_t lane = 0; lane < kLanes; ++lane) {
+          const T* xp = x + (first + lane) * image;
+          for (int64_t pos = 0; pos < image; ++pos) xt[pos * kLanes + lane] = xp[pos];
+          const int64_t m = (first + lane) % cs.groups;
+          for (int64_t tap = 0; tap < taps; ++tap) wt[tap * kLanes + lane] = w[m * taps + tap];
+          bt[lane] = bias ? bias[m] : T(0);
+        }
+        const Lanes zero = Lanes::Zero();
+        for (int64_t pt = 0; pt < grid; ++pt) {
+          const int64_t* off = offsets + pt * taps;
+          Lanes sum = Lanes::Zero();
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const Eigen::Map<const Lanes> weights(wt + tap * kLanes);
+            if (off[tap] < 0) {
+              sum += weights * zero;
+            } else {
+              sum += weights * Eigen::Map<const Lanes>(xt + off[tap] * kLanes);
+            }
+          }
+          sum += Eigen::Map<const Lanes>(bt);
+          for (int64_t lane = 0; lane < kLanes; ++lane) y[(first + lane) * grid + pt] = sum[lane];
+        }
+      }
+    }
+    for (int64_t plane = first; plane < last; ++plane) {
+      const T* xp = x + plane * image;
+      const int64_t n = plane / cs.groups, group = plane % cs.groups;
+      for (int64_t m = group * cs.grid_channels; m < (group + 1) * cs.grid_channels; ++m) {
+        const T* wm = w + m * taps;
+        T* out = y + (n * out_channels + m) * grid;
+        const T b = bias ? bias[m] : T(0);
+        for (int64_t pt = 0; pt < grid; ++pt) {
+          const int64_t* off = offsets + pt * taps;
+          T sum = 0;
+          for (int64_t tap = 0; tap < taps; ++tap) sum += wm[tap] * (off[tap] < 0 ? T(0) : xp[off[tap]]);
+          out[pt] = sum + b;
+        }
+      }
+    }
+  });
+}
+
 // y = bias + Σ_taps w · x over each window, over chunks of input planes (each with its own phase scratch).
 template <class T>
 void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bias, NodeState& state, T* y) {
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
+  if (grid * taps <= (cs.grid_channels == 1 ? kBlockedDepthwisePairs : kWindowTablePairs))
+    return depthwise_small(cs, x, w, bias, state, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
   const int64_t chunks = chunk_count(planes, grain);
@@ -1067,6 +1257,39 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
   auto take = [](T v, T best) { return select((v > best) | is_nan_value(v), v, best); };
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    const int64_t taps = g.kernel_size();
+    constexpr int64_t kLanes = 16;
+    if (g.rank == 2 && planes >= kLanes && grid_size * taps <= kBlockedDepthwisePairs) {
+      // Small grids (SqueezeNet's 3×3 to 15×15 at 64×64), as depthwise_small: 16 planes at once, transposed to
+      // position-major, one vector max per (point, kernel offset) through the offset table, padding reading a row
+      // of −inf; the kernel offsets in the same order as on the phase planes, the new value first. The phase
+      // planes' per-plane set-up cost several times the comparisons there.
+      using Lanes = Eigen::Array<T, kLanes, 1>;
+      Tensor& table = state.slot(4);
+      table.resize(DType::Int64, Shape{grid_size * taps});
+      const int64_t* offsets = table.data<int64_t>();
+      window_offsets(g, table.data<int64_t>());
+      T* xt = scratch<T>(state, 5, image_size + 1, kLanes);  // [position · kLanes + lane], then the padding row
+      std::fill_n(xt + image_size * kLanes, kLanes, empty);
+      int64_t plane = 0;
+      for (; plane + kLanes <= planes; plane += kLanes) {
+        for (int64_t lane = 0; lane < kLanes; ++lane) {
+          const T* xp = x + (plane + lane) * image_size;
+          for (int64_t pos = 0; pos < image_size; ++pos) xt[pos * kLanes + lane] = xp[pos];
+        }
+        for (int64_t pt = 0; pt < grid_size; ++pt) {
+          const int64_t* off = offsets + pt * taps;
+          Lanes acc = Lanes::Constant(empty);
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            const T* src = xt + (off[tap] < 0 ? image_size : off[tap]) * kLanes;
+            acc = Eigen::Map<const Lanes>(src).binaryExpr(acc, NanPropagatingMax<T>());
+          }
+          for (int64_t lane = 0; lane < kLanes; ++lane) y[(plane + lane) * grid_size + pt] = acc[lane];
+        }
+      }
+      if (plane < planes) max_pool_values(g, planes - plane, x + plane * image_size, state, y + plane * grid_size);
+      return;
+    }
     if (g.rank == 2 && g.stride[1] <= kMaxPhaseStride) {
       // On phase planes padded with −inf, as the depthwise convolution: one vector max per kernel offset over
       // the whole plane. The new value goes first, so that a NaN in it takes over and one already taken stays.
