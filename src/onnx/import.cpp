@@ -97,7 +97,7 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
     std::vector<Dim> dims;
     for (int64_t d : t->shape()) dims.push_back(Dim{d, {}});
     v.shape = dims;
-    v.initial = std::make_shared<const Tensor>(std::move(t).value());
+    v.initial = std::make_shared<Tensor>(std::move(t).value());  // non-const: Graph::take_initial
     g.initializers.push_back(g.add_value(std::move(v)));
     init_names.insert(tp.name());
   }
