@@ -17,6 +17,7 @@
 
 #include "onnx/attribute_checks.h"
 #include "onnx/external_data.h"
+#include "onnx/model_file.h"
 #include "onnx/tensor_proto.h"
 #include "util/input_file.h"
 
@@ -63,7 +64,13 @@ Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::st
   return r;
 }
 
-Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) {
+// The main graph's initializers whose raw_data parse_model_file left in the model file `fd`.
+struct InFile {
+  int fd = -1;
+  const InFileInitializers* initializers = nullptr;
+};
+
+Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, const InFile& in_file) {
   onnx::GraphProto& gp = *model.mutable_graph();
   Graph g;
   g.name = gp.name();
@@ -82,10 +89,15 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
   };
 
   std::unordered_set<std::string> init_names;
-  for (auto& tp : *gp.mutable_initializer()) {
+  for (int index = 0; index < gp.initializer_size(); ++index) {
+    onnx::TensorProto& tp = *gp.mutable_initializer(index);
     GRIST_CHECK(!tp.name().empty(), "{}: an initializer has no name", source);
     GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
-    auto t = tensor_from_proto(tp);
+    std::optional<RawDataInFile> raw;
+    if (in_file.initializers)
+      if (auto it = in_file.initializers->find(index); it != in_file.initializers->end())
+        raw = RawDataInFile{in_file.fd, it->second.offset, it->second.length};
+    auto t = tensor_from_proto(tp, raw ? &*raw : nullptr);
     if (!t) return make_error("{}: initializer {}", source, t.message());
     // Copied: freed now, so a model of several GiB is not held twice (clear_raw_data alone keeps the capacity).
     std::string().swap(*tp.mutable_raw_data());
@@ -189,9 +201,9 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
 constexpr const char* kMalformed = "{}: not an ONNX model (the protobuf data is malformed or truncated)";
 
 // `model` parsed from `source`; `dir`: the model's folder, where its external data lies; none for a model from
-// memory.
+// memory. `in_file`: the initializers whose raw_data lie in the model file `source`.
 Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, ImportOptions options,
-                           const std::optional<std::filesystem::path>& dir) {
+                           const std::optional<std::filesystem::path>& dir, const InFile& in_file = {}) {
   // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& op : model.opset_import()) {
@@ -209,6 +221,20 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
               source);
   // Read before the checker, which would look for the files relative to the working directory.
   GRIST_TRY(load_external_data(model, dir, source));
+  if (in_file.initializers && !in_file.initializers->empty()) {
+    // Marked as data in a file, the model file itself, which the checker wants to exist (by the path given, so
+    // absolute): a tensor with no data field would be refused. Shape inference does not read such tensors.
+    std::error_code ec;
+    const std::string self = std::filesystem::absolute(source, ec).string();
+    GRIST_CHECK(!ec, "{}: cannot resolve the model's path: {}", source, ec.message());
+    for (const auto& [index, bytes] : *in_file.initializers) {
+      onnx::TensorProto& tp = *model.mutable_graph()->mutable_initializer(index);
+      tp.set_data_location(onnx::TensorProto::EXTERNAL);
+      auto* location = tp.add_external_data();
+      location->set_key("location");
+      location->set_value(self);
+    }
+  }
   if (options.run_checker) {
     try {
       onnx::checker::check_model(model);
@@ -229,7 +255,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
       // Shapes are only hints for grist (kernels compute real shapes); carry on without them.
     }
   }
-  return convert_graph(model, source);
+  return convert_graph(model, source, in_file);
 }
 
 }  // namespace
@@ -248,21 +274,28 @@ Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   GRIST_CHECK(!ec, "{}: cannot open file", path);
   GRIST_CHECK(size > 0, "{}: the file is empty", path);
   GRIST_CHECK(size <= (uint64_t{1} << 31), "{}: {} bytes, over protobuf's 2 GiB limit for one ONNX file", path, size);
-  // Parsed straight from the file in buffered blocks: a copy of the whole file beside the parsed model would
-  // double the peak memory of a large model (each weight is still copied once, from the buffer into the model).
+  // Parsed straight from the file in buffered blocks, large raw_data left there to be read into their Tensors
+  // (onnx/model_file.h): neither the whole file nor any large weight is held twice.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   GRIST_CHECK(fd >= 0, "{}: cannot open file", path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   onnx::ModelProto model;
+  InFileInitializers initializers;
+  int error = 0;
   bool parsed = false;
-  {
+  if (options.in_file_min_bytes > 0) {
+    parsed = parse_model_file(fd, size, options.in_file_min_bytes, model, initializers, error);
+  } else {
     google::protobuf::io::FileInputStream in(fd, 1 << 20);
     parsed = model.ParseFromZeroCopyStream(&in);
-    const int error = in.GetErrno();
-    ::close(fd);
-    GRIST_CHECK(error == 0, "{}: cannot read file", path);
+    error = in.GetErrno();
   }
+  GRIST_CHECK(error == 0, "{}: cannot read file", path);
   GRIST_CHECK(parsed, kMalformed, path);
-  return import_model(model, path, options, std::filesystem::path(path).parent_path());
+  return import_model(model, path, options, std::filesystem::path(path).parent_path(), InFile{fd, &initializers});
 }
 
 }  // namespace grist
