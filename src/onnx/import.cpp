@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -64,13 +65,11 @@ Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::st
   return r;
 }
 
-// The main graph's initializers whose raw_data parse_model_file left in the model file `fd`.
-struct InFile {
-  int fd = -1;
-  const InFileInitializers* initializers = nullptr;
-};
+// The main graph's initializers whose bytes were left in a file (the model file, or their external data file),
+// by index: read from there straight into their Tensors.
+using LeftInFiles = std::map<int, RawDataInFile>;
 
-Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, const InFile& in_file) {
+Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, const LeftInFiles& in_files) {
   onnx::GraphProto& gp = *model.mutable_graph();
   Graph g;
   g.name = gp.name();
@@ -93,11 +92,8 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, 
     onnx::TensorProto& tp = *gp.mutable_initializer(index);
     GRIST_CHECK(!tp.name().empty(), "{}: an initializer has no name", source);
     GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
-    std::optional<RawDataInFile> raw;
-    if (in_file.initializers)
-      if (auto it = in_file.initializers->find(index); it != in_file.initializers->end())
-        raw = RawDataInFile{in_file.fd, it->second.offset, it->second.length};
-    auto t = tensor_from_proto(tp, raw ? &*raw : nullptr);
+    const auto in_file = in_files.find(index);
+    auto t = tensor_from_proto(tp, in_file == in_files.end() ? nullptr : &in_file->second);
     if (!t) return make_error("{}: initializer {}", source, t.message());
     // Copied: freed now, so a model of several GiB is not held twice (clear_raw_data alone keeps the capacity).
     std::string().swap(*tp.mutable_raw_data());
@@ -201,9 +197,10 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, 
 constexpr const char* kMalformed = "{}: not an ONNX model (the protobuf data is malformed or truncated)";
 
 // `model` parsed from `source`; `dir`: the model's folder, where its external data lies; none for a model from
-// memory. `in_file`: the initializers whose raw_data lie in the model file `source`.
+// memory. `own`: the initializers whose raw_data parse_model_file left in the model file, open as `fd`.
 Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, ImportOptions options,
-                           const std::optional<std::filesystem::path>& dir, const InFile& in_file = {}) {
+                           const std::optional<std::filesystem::path>& dir, const InFileInitializers* own = nullptr,
+                           int fd = -1) {
   // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& op : model.opset_import()) {
@@ -219,21 +216,28 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
               source);
-  // Read before the checker, which would look for the files relative to the working directory.
-  GRIST_TRY(load_external_data(model, dir, source));
-  if (in_file.initializers && !in_file.initializers->empty()) {
-    // Marked as data in a file, the model file itself, which the checker wants to exist (by the path given, so
-    // absolute): a tensor with no data field would be refused. Shape inference does not read such tensors.
+  // Checked (and small tensors read) before the checker, which would look for the files relative to the working
+  // directory.
+  ExternalLeftInFiles external;
+  const bool leave = dir && options.in_file_min_bytes > 0;
+  GRIST_TRY(load_external_data(model, dir, source, leave ? &external : nullptr, options.in_file_min_bytes));
+  LeftInFiles in_files;
+  if (own && !own->empty()) {
     std::error_code ec;
     const std::string self = std::filesystem::absolute(source, ec).string();
     GRIST_CHECK(!ec, "{}: cannot resolve the model's path: {}", source, ec.message());
-    for (const auto& [index, bytes] : *in_file.initializers) {
-      onnx::TensorProto& tp = *model.mutable_graph()->mutable_initializer(index);
-      tp.set_data_location(onnx::TensorProto::EXTERNAL);
-      auto* location = tp.add_external_data();
-      location->set_key("location");
-      location->set_value(self);
-    }
+    for (const auto& [index, b] : *own) in_files[index] = {fd, b.offset, b.length, self};
+  }
+  for (const auto& [index, e] : external.initializers) in_files[index] = e;
+  // Marked as data in a file (by absolute path, which the checker wants to exist): a tensor without a data field
+  // would be refused. Shape inference does not read such tensors.
+  for (const auto& [index, f] : in_files) {
+    onnx::TensorProto& tp = *model.mutable_graph()->mutable_initializer(index);
+    tp.set_data_location(onnx::TensorProto::EXTERNAL);
+    tp.clear_external_data();
+    auto* location = tp.add_external_data();
+    location->set_key("location");
+    location->set_value(f.path);
   }
   if (options.run_checker) {
     try {
@@ -255,7 +259,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
       // Shapes are only hints for grist (kernels compute real shapes); carry on without them.
     }
   }
-  return convert_graph(model, source, in_file);
+  return convert_graph(model, source, in_files);
 }
 
 }  // namespace
@@ -295,7 +299,7 @@ Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   }
   GRIST_CHECK(error == 0, "{}: cannot read file", path);
   GRIST_CHECK(parsed, kMalformed, path);
-  return import_model(model, path, options, std::filesystem::path(path).parent_path(), InFile{fd, &initializers});
+  return import_model(model, path, options, std::filesystem::path(path).parent_path(), &initializers, fd);
 }
 
 }  // namespace grist

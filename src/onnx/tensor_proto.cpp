@@ -68,7 +68,7 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const RawDataInFile
     if (in_file) {
       int error = 0;
       GRIST_CHECK(read_file_bytes(in_file->fd, in_file->offset, in_file->length, t.raw(), error),
-                  "{}: cannot read its raw data from the model file: {}", what,
+                  "{}: cannot read its bytes from {}: {}", what, in_file->path,
                   error ? std::strerror(error) : "the file ended early");
     } else if (*bytes) {
       std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(*bytes));

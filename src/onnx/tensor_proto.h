@@ -15,12 +15,13 @@ namespace grist {
 // Largest tensor grist will materialise from a file (bytes); bigger ones are refused with an error.
 constexpr int64_t kMaxTensorBytes = int64_t{8} << 30;
 
-// The raw_data of a tensor left in its model file by parse_model_file (onnx/model_file.h): read from there
-// straight into the Tensor's buffer.
+// A tensor's bytes left in a file, its model file (onnx/model_file.h) or its external data file
+// (onnx/external_data.h): read from there straight into the Tensor's buffer.
 struct RawDataInFile {
   int fd = -1;
   uint64_t offset = 0;
   uint64_t length = 0;
+  std::string path;  // absolute; for messages, and the location the checker is shown
 };
 
 // `in_file`: where the tensor's raw_data lie instead of in the proto (which then marks them external).

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -310,6 +312,64 @@ TEST_F(ModelFile, RefusedTensorsGiveTheMessagesTheyAlwaysGave) {
     auto g = import_onnx_file(path.string(), every_tensor_from_the_file());
     ASSERT_FALSE(g.is_ok()) << c.name;
     EXPECT_NE(g.message().find(c.message), std::string::npos) << c.name << ": " << g.message();
+  }
+}
+
+// External data (onnx/external_data.h) of the main graph's initializers is left in its file and read into the
+// Tensors too; a Constant's external tensor is still read into the proto. Refusals keep their messages.
+TEST_F(ModelFile, ExternalDataIsReadFromItsFileAsTheLoaderReadsIt) {
+  auto external = [](onnx::TensorProto* t, const std::string& location, uint64_t offset, uint64_t length) {
+    t->clear_raw_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [k, v] : {std::pair<std::string, std::string>{"location", location},
+                               {"offset", std::to_string(offset)}, {"length", std::to_string(length)}}) {
+      auto* e = t->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    }
+  };
+  const std::string data = std::string(4, '\x7f') + raw<float>({1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f}) +
+                           raw<int64_t>({3, -9}) + raw<float>({0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f});
+  write_bytes(dir_ / "weights.bin", data);
+  onnx::ModelProto m = add_model();
+  external(m.mutable_graph()->mutable_initializer(0), "weights.bin", 4, 24);
+  external(add_tensor(m, "ints", onnx::TensorProto::INT64, {2}), "weights.bin", 28, 16);
+  // y2 = Add(x, c): c a Constant whose value lies in the same file.
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type("Constant");
+  n->add_output("c");
+  auto* a = n->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(2);
+  a->mutable_t()->add_dims(3);
+  external(a->mutable_t(), "weights.bin", 44, 24);
+  auto* add = m.mutable_graph()->add_node();
+  add->set_op_type("Add");
+  add->add_input("x");
+  add->add_input("c");
+  add->add_output("y2");
+  *m.mutable_graph()->add_output() = m.graph().output(0);
+  m.mutable_graph()->mutable_output(1)->set_name("y2");
+  const fs::path path = dir_ / "external.onnx";
+  write_bytes(path, m.SerializeAsString());
+  ASSERT_TRUE(expect_file_path_matches_protobuf(path));
+  auto g = import_onnx_file(path.string(), every_tensor_from_the_file());
+  ASSERT_TRUE(g.is_ok()) << g.message();
+  const Tensor& w = *g->value(g->find_value("w")).initial;
+  EXPECT_EQ(std::vector<float>(w.data<float>(), w.data<float>() + 6),
+            (std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f}));
+  EXPECT_EQ(g->value(g->find_value("ints")).initial->to_int_vector(), (std::vector<int64_t>{3, -9}));
+
+  // Refused as the loader refuses it, whichever path reads it.
+  for (const auto& [name, offset, length] : {std::tuple<std::string, uint64_t, uint64_t>{"past_end", 60, 24},
+                                             {"wrong_length", 4, 20}}) {
+    onnx::ModelProto bad = add_model();
+    external(bad.mutable_graph()->mutable_initializer(0), "weights.bin", offset, length);
+    const fs::path p = dir_ / (name + ".onnx");
+    write_bytes(p, bad.SerializeAsString());
+    EXPECT_FALSE(expect_file_path_matches_protobuf(p)) << name;
   }
 }
 
