@@ -77,6 +77,9 @@ class Walk {
   bool nested(CodedInputStream& in, Body body) {
     uint32_t length = 0;
     if (!in.ReadVarint32(&length) || length > static_cast<uint32_t>(INT_MAX)) return false;
+    // PushLimit keeps the enclosing message's limit when the new one lies beyond it: such a length is malformed.
+    const int outer = in.BytesUntilLimit();
+    if (outer >= 0 && length > static_cast<uint32_t>(outer)) return false;
     const auto limit = in.PushLimit(static_cast<int>(length));
     // The end of the file before the message's end reads as an end too: BytesUntilLimit tells them apart.
     const bool ok = body() && in.BytesUntilLimit() == 0;
