@@ -46,6 +46,14 @@ bool is_message_field(uint32_t tag, int number) {
   return Wire::GetTagFieldNumber(tag) == number && Wire::GetTagWireType(tag) == Wire::WIRETYPE_LENGTH_DELIMITED;
 }
 
+// The next tag, 0 at the message's end. Protobuf's parser refuses a tag longer than 5 bytes, which ReadTag would
+// truncate to 32 bits instead: refused here too.
+bool read_tag(CodedInputStream& in, uint32_t& tag) {
+  const int at = in.CurrentPosition();
+  tag = in.ReadTag();
+  return tag == 0 || in.CurrentPosition() - at <= 5;
+}
+
 // Appends one field (its tag just read) to `out` as it was serialized, for protobuf to merge afterwards.
 bool copy_field(CodedInputStream& in, uint32_t tag, std::string& out) {
   StringOutputStream s(&out);
@@ -60,7 +68,9 @@ class Walk {
 
   bool model(CodedInputStream& in, onnx::ModelProto& m) {
     std::string fields;
-    for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    for (uint32_t tag;;) {
+      if (!read_tag(in, tag)) return false;
+      if (tag == 0) break;
       if (!is_message_field(tag, kModelGraph)) {
         if (!copy_field(in, tag, fields)) return false;
         continue;
@@ -89,7 +99,9 @@ class Walk {
 
   bool graph(CodedInputStream& in, onnx::GraphProto& g) {
     std::string fields;
-    for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    for (uint32_t tag;;) {
+      if (!read_tag(in, tag)) return false;
+      if (tag == 0) break;
       if (!is_message_field(tag, kGraphInitializer)) {
         if (!copy_field(in, tag, fields)) return false;
         continue;
@@ -105,7 +117,9 @@ class Walk {
 
   bool tensor(CodedInputStream& in, onnx::TensorProto& t, std::optional<InFileBytes>& raw) {
     std::string fields;
-    for (uint32_t tag; (tag = in.ReadTag()) != 0;) {
+    for (uint32_t tag;;) {
+      if (!read_tag(in, tag)) return false;
+      if (tag == 0) break;
       if (!is_message_field(tag, kTensorRawData)) {
         if (!copy_field(in, tag, fields)) return false;
         continue;

@@ -21,7 +21,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto got = grist::import_onnx_file(path, walk);
   if (want.is_ok() != got.is_ok()) __builtin_trap();
   if (!want) {
-    grist::fuzz::check_error(want.message(), path);
+    // As import_fuzzer checks it: a name in a message may hold a newline (the importer prints names as given).
+    if (want.message().rfind(path + ": ", 0) != 0) __builtin_trap();
     if (want.message() != got.message()) __builtin_trap();
     return 0;
   }

@@ -278,6 +278,31 @@ TEST_F(ModelFile, RepeatedFieldsMergeAsProtobufMergesThem) {
   EXPECT_EQ(std::vector<float>(t.data<float>(), t.data<float>() + 6), (std::vector<float>{9, 8, 7, 6, 5, 4}));
 }
 
+// Protobuf's parser refuses a tag encoded in more than 5 bytes (CodedInputStream::ReadTag truncates it to 32 bits
+// and reads on): the walk refuses it too, at every level it walks. Found by tests/fuzz/model_file_fuzzer.cpp.
+TEST_F(ModelFile, OverlongTagsAreRefusedAsProtobufRefusesThem) {
+  onnx::ModelProto m = add_model();
+  onnx::TensorProto w = m.graph().initializer(0);
+  m.mutable_graph()->clear_initializer();
+  onnx::ModelProto head = m;
+  head.clear_graph();
+  const std::string nodes = m.graph().SerializeAsString();
+  // Field 1000, fixed32, its tag (8005) in 6 bytes, then 4 bytes of value; and the same tag in 2 bytes.
+  const std::string overlong = std::string("\xc5\xbe\x80\x80\x80\x00", 6) + std::string(4, '\0');
+  const std::string canonical = std::string("\xc5\x3e", 2) + std::string(4, '\0');
+  int n = 0;
+  for (const std::string& tag : {overlong, canonical}) {
+    for (const std::string& bytes :
+         {head.SerializeAsString() + tag + field(7, nodes + field(5, w.SerializeAsString())),
+          head.SerializeAsString() + field(7, nodes + tag + field(5, w.SerializeAsString())),
+          head.SerializeAsString() + field(7, nodes + field(5, w.SerializeAsString() + tag))}) {
+      const fs::path path = dir_ / ("tag" + std::to_string(n++) + ".onnx");
+      write_bytes(path, bytes);
+      EXPECT_EQ(expect_file_path_matches_protobuf(path), tag == canonical) << path;
+    }
+  }
+}
+
 // Tensors the checker or the importer refuses keep their raw_data, so their messages stay protobuf's path's.
 TEST_F(ModelFile, RefusedTensorsGiveTheMessagesTheyAlwaysGave) {
   struct Case {
