@@ -96,7 +96,7 @@ sanitize: deps
 # backward behind it, .npy, .npz, IDX, manifests and experiments.conf, from the committed files as seeds.
 # A fixed seed and run count make CI repeat the same inputs (a slow machine stops at the time cap, part way
 # along the same sequence); `make fuzz` explores further with a fresh seed.
-FUZZERS := import_fuzzer npy_fuzzer npz_fuzzer idx_fuzzer manifest_fuzzer conf_fuzzer
+FUZZERS := import_fuzzer model_file_fuzzer npy_fuzzer npz_fuzzer idx_fuzzer manifest_fuzzer conf_fuzzer
 FUZZ_RUNS ?= 200000
 FUZZ_SEED ?= 1
 FUZZ_SECONDS ?= 60
@@ -104,11 +104,12 @@ FUZZ_FLAGS = -seed=$(FUZZ_SEED) -runs=$(FUZZ_RUNS) -max_total_time=$(FUZZ_SECOND
 # Seeds that live among other files are copied into a folder per fuzzer first.
 define run_fuzzers
 	rm -rf $(SAN_BUILD)/corpus-* $(SAN_BUILD)/seeds-*
-	mkdir -p $(addprefix $(SAN_BUILD)/corpus-,onnx npy npz idx manifest conf) $(SAN_BUILD)/seeds-npz \
+	mkdir -p $(addprefix $(SAN_BUILD)/corpus-,onnx model-file npy npz idx manifest conf) $(SAN_BUILD)/seeds-npz \
 	  $(SAN_BUILD)/seeds-manifest
 	for f in tests/models/*.npz zoo/*/reference.npz; do cp $$f $(SAN_BUILD)/seeds-npz/$$(echo $$f | tr / _); done
 	for f in tests/models/*.toml zoo/*/manifest.toml; do cp $$f $(SAN_BUILD)/seeds-manifest/$$(echo $$f | tr / _); done
 	$(SAN_BUILD)/import_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples
+	$(SAN_BUILD)/model_file_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-model-file tests/models examples
 	$(SAN_BUILD)/npy_fuzzer $(FUZZ_FLAGS) $(SAN_BUILD)/corpus-npy tests/data/fixtures
 	$(SAN_BUILD)/npz_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-npz tests/data/fixtures $(SAN_BUILD)/seeds-npz
 	$(SAN_BUILD)/idx_fuzzer $(FUZZ_FLAGS) $(SAN_BUILD)/corpus-idx tests/fuzz/seeds/idx

@@ -167,17 +167,16 @@ int run(const RunOptions& flags) {
   if (o.dropout == "on") eo.dropout_training = true;
   // One forward, and only the graph outputs read after it: each activation is freed after its last use.
   eo.release_dead_values = !o.dump && o.backward_from.empty();
-  // The executor keeps its own copy of every weight. Handed over one at a time, each dropped from the graph once
-  // copied (nothing in a run reads the graph's copies again), a large model's weights are held once, not twice.
-  std::vector<std::pair<ValueId, std::shared_ptr<const Tensor>>> weights;
-  for (ValueId id : graph->initializers) weights.emplace_back(id, std::exchange(graph->value(id).initial, nullptr));
+  // The executor keeps its own copy of every weight: each is moved there from the graph (nothing in a run reads
+  // the graph's copies again), so a large model's weights are held once, never twice.
+  std::vector<std::pair<ValueId, Tensor>> weights;
+  for (ValueId id : graph->initializers)
+    if (graph->value(id).initial) weights.emplace_back(id, graph->take_initial(id));
   auto ex = Executor::create(g, eo);
   if (!ex) return fail(fmt::format("{}: {}", o.model, ex.message()));
-  for (auto& [id, w] : weights) {
-    if (!w) continue;
-    if (auto st = ex->set_input(id, *w); !st) return fail(st.message());
-    w.reset();
-  }
+  for (auto& [id, w] : weights)
+    if (auto st = ex->set_input(id, std::move(w)); !st) return fail(st.message());
+  weights.clear();
 
   RandomInputSpec spec;
   if (o.range.size() != 2 || !(o.range[0] < o.range[1])) return fail("--range expects LO,HI with LO < HI");
@@ -206,8 +205,8 @@ int run(const RunOptions& flags) {
       if (!r) return fail(r.message());
       t = std::move(r).value();
     }
-    if (auto st = ex->set_input(id, t); !st) return fail(st.message());
     report.inputs.push_back(summarize(v.name, t));
+    if (auto st = ex->set_input(id, std::move(t)); !st) return fail(st.message());
   }
   for (const auto& [name, t] : *given) {  // initializers overridden by data files
     if (auto st = ex->set_input(name, t); !st) return fail(st.message());

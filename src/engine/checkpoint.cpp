@@ -69,7 +69,7 @@ Result<Graph> with_checkpoint_weights(const Graph& g, const Checkpoint& c) {
     GRIST_CHECK(t.dtype() == v.initial->dtype() && t.shape() == v.initial->shape(),
                 "{}: weight:{} is {} {}, but the model's is {} {}", c.path, name, dtype_name(t.dtype()),
                 t.shape().str(), dtype_name(v.initial->dtype()), v.initial->shape().str());
-    v.initial = std::make_shared<const Tensor>(t);
+    v.initial = std::make_shared<Tensor>(t);  // non-const: Graph::take_initial
   }
   return out;
 }

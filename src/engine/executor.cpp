@@ -211,10 +211,10 @@ Status Executor::set_input(const std::string& name, const Tensor& t) {
   return set_input(id, t);
 }
 
-Status Executor::set_input(ValueId id, const Tensor& t) {
+Status Executor::check_input(ValueId id, const Tensor& t) const {
   const Value& v = graph_->value(id);
   GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
-  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type here.
+  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type in set_input.
   const bool rounded = v.dtype == DType::BFloat16 && t.dtype() == DType::Float32;
   GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype() || rounded, "input '{}' expects {} data, got {}",
               v.name, dtype_name(v.dtype), dtype_name(t.dtype()));
@@ -227,11 +227,30 @@ Status Executor::set_input(ValueId id, const Tensor& t) {
                   v.name, d, dim.size, t.shape().str());
     }
   }
-  if (rounded) cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
-  else values_[static_cast<size_t>(id)] = t;
+  return Status::ok();
+}
+
+void Executor::note_input_set(ValueId id) {
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
   ++version_[static_cast<size_t>(id)];
+}
+
+Status Executor::set_input(ValueId id, const Tensor& t) {
+  GRIST_TRY(check_input(id, t));
+  if (graph_->value(id).dtype == DType::BFloat16 && t.dtype() == DType::Float32)
+    cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
+  else values_[static_cast<size_t>(id)] = t;
+  note_input_set(id);
+  return Status::ok();
+}
+
+Status Executor::set_input(ValueId id, Tensor&& t) {
+  GRIST_TRY(check_input(id, t));
+  if (graph_->value(id).dtype == DType::BFloat16 && t.dtype() == DType::Float32)
+    cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
+  else values_[static_cast<size_t>(id)] = std::move(t);
+  note_input_set(id);
   return Status::ok();
 }
 

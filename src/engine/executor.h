@@ -51,6 +51,8 @@ class Executor {
   // Copies data into a graph input (or overrides an initializer). Checks dtype and declared rank/dims.
   Status set_input(ValueId id, const Tensor& t);
   Status set_input(const std::string& name, const Tensor& t);
+  // Same, taking the tensor's buffer instead of copying it (a large weight is then never held twice).
+  Status set_input(ValueId id, Tensor&& t);
 
   // Runs every node in order. With scanning on, forward_event() names the first non-finite producer.
   Status forward();
@@ -84,6 +86,8 @@ class Executor {
 
  private:
   Executor() = default;
+  Status check_input(ValueId id, const Tensor& t) const;
+  void note_input_set(ValueId id);
   Status run_node_backward(size_t n);
   void note_forward_nonfinite(size_t n);
   void release_dead_values(size_t n);

@@ -1,6 +1,7 @@
 #include "graph/graph.h"
 
 #include <queue>
+#include <utility>
 
 #include "util/status.h"
 
@@ -35,6 +36,13 @@ std::vector<int64_t> Node::attr_ints(std::string_view key, std::vector<int64_t> 
 std::vector<double> Node::attr_floats(std::string_view key, std::vector<double> fallback) const {
   const Attribute* a = attr(key);
   return a ? a->floats : fallback;
+}
+
+Tensor Graph::take_initial(ValueId id) {
+  std::shared_ptr<const Tensor> t = std::exchange(value(id).initial, nullptr);
+  if (!t) return Tensor();
+  if (t.use_count() > 1) return *t;
+  return std::move(*std::const_pointer_cast<Tensor>(t));
 }
 
 ValueId Graph::find_value(std::string_view name) const {

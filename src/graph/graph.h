@@ -35,7 +35,9 @@ struct Value {
   ValueKind kind = ValueKind::Intermediate;
   int32_t producer = -1;               // node index, -1 for inputs and initializers
   std::vector<int32_t> consumers;      // node indices, one entry per use
-  std::shared_ptr<const Tensor> initial;  // initializers: the stored tensor
+  // Initializers: the stored tensor, shared by copies of the graph. Made as a non-const Tensor
+  // (std::make_shared<Tensor>) wherever a graph is loaded, so that Graph::take_initial may move it out.
+  std::shared_ptr<const Tensor> initial;
 };
 
 struct Attribute {
@@ -92,6 +94,10 @@ class Graph {
   ValueId add_value(Value v);  // also indexes the name
   const Value& value(ValueId id) const { return values[static_cast<size_t>(id)]; }
   Value& value(ValueId id) { return values[static_cast<size_t>(id)]; }
+  // Takes value `id`'s stored tensor out of the graph, leaving it none: its buffer when this graph holds the only
+  // reference (a command handing its weights to an executor then holds each once), else a copy. The tensor must
+  // have been made non-const (Value::initial); an undefined tensor when there is none.
+  Tensor take_initial(ValueId id);
 
   // The nodes (in order) on a shortest data path from node `from`'s outputs to value `to`, `from` first;
   // empty when `to` does not depend on it.

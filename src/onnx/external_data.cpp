@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -24,19 +25,25 @@ namespace {
 struct OpenFile {
   int fd = -1;
   uint64_t size = 0;
+  std::string path;  // canonical
 };
 
 class Loader {
  public:
-  Loader(const std::optional<fs::path>& dir, const std::string& source) : dir_(dir), source_(source) {}
+  Loader(const std::optional<fs::path>& dir, const std::string& source, ExternalLeftInFiles* left, uint64_t min_bytes)
+      : dir_(dir), source_(source), left_(left), min_bytes_(std::max<uint64_t>(min_bytes, 1)) {}
   ~Loader() {
-    for (auto& [path, f] : files_) ::close(f.fd);
+    for (auto& [path, f] : files_) {
+      if (left_) left_->fds.push_back(f.fd);  // kept open for the initializers left in them
+      else ::close(f.fd);
+    }
   }
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  Status graph(onnx::GraphProto& g) {
-    for (auto& t : *g.mutable_initializer()) GRIST_TRY(tensor(t));
+  // `main`: the model's own graph, whose initializers may be left in their files.
+  Status graph(onnx::GraphProto& g, bool main = false) {
+    for (int i = 0; i < g.initializer_size(); ++i) GRIST_TRY(tensor(*g.mutable_initializer(i), main ? i : -1));
     for (auto& s : *g.mutable_sparse_initializer()) GRIST_TRY(sparse(s));
     for (auto& n : *g.mutable_node()) GRIST_TRY(node(n));
     return Status::ok();
@@ -61,7 +68,8 @@ class Loader {
     return Status::ok();
   }
 
-  Status tensor(onnx::TensorProto& p) {
+  // `initializer`: its index among the main graph's initializers, else -1.
+  Status tensor(onnx::TensorProto& p, int initializer = -1) {
     if (p.data_location() != onnx::TensorProto::EXTERNAL) return Status::ok();
     const std::string what = fmt::format("{}: tensor '{}'", source_, p.name());
     std::string location, offset_text, length_text;
@@ -109,6 +117,10 @@ class Loader {
     GRIST_CHECK(total_ <= kMaxDataBytes, "{}: external data over {} GiB in all; refusing to load it", file,
                 kMaxDataBytes >> 30);
 
+    if (left_ && initializer >= 0 && *length >= min_bytes_) {
+      left_->initializers[initializer] = {f->fd, *offset, *length, f->path};
+      return Status::ok();
+    }
     std::string* raw = p.mutable_raw_data();
     raw->resize(static_cast<size_t>(*length));
     for (uint64_t done = 0; done < *length;) {
@@ -162,28 +174,35 @@ class Loader {
       return make_error("{} ({}): not a regular file", file, real.string());
     }
     f.size = static_cast<uint64_t>(st.st_size);
+    f.path = real.string();
     files_.emplace(real.string(), f);
     return f;
   }
 
   std::optional<fs::path> dir_;  // canonical
   std::string source_;
+  ExternalLeftInFiles* left_;
+  uint64_t min_bytes_;
   std::map<std::string, OpenFile> files_;  // by canonical path
   uint64_t total_ = 0;
 };
 
 }  // namespace
 
+ExternalLeftInFiles::~ExternalLeftInFiles() {
+  for (int fd : fds) ::close(fd);
+}
+
 Status load_external_data(onnx::ModelProto& model, const std::optional<fs::path>& model_dir,
-                          const std::string& source) {
+                          const std::string& source, ExternalLeftInFiles* left, uint64_t min_bytes) {
   std::optional<fs::path> dir;
   if (model_dir) {
     std::error_code ec;
     dir = fs::canonical(model_dir->empty() ? fs::path(".") : *model_dir, ec);
     GRIST_CHECK(!ec, "{}: cannot resolve the model's folder: {}", source, ec.message());
   }
-  Loader loader(dir, source);
-  if (model.has_graph()) GRIST_TRY(loader.graph(*model.mutable_graph()));
+  Loader loader(dir, source, left, min_bytes);
+  if (model.has_graph()) GRIST_TRY(loader.graph(*model.mutable_graph(), true));
   for (auto& f : *model.mutable_functions())
     for (auto& n : *f.mutable_node()) GRIST_TRY(loader.node(n));
   return Status::ok();

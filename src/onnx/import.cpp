@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_set>
@@ -17,6 +18,7 @@
 
 #include "onnx/attribute_checks.h"
 #include "onnx/external_data.h"
+#include "onnx/model_file.h"
 #include "onnx/tensor_proto.h"
 #include "util/input_file.h"
 
@@ -63,7 +65,11 @@ Result<Attribute> convert_attribute(const onnx::AttributeProto& a, const std::st
   return r;
 }
 
-Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) {
+// The main graph's initializers whose bytes were left in a file (the model file, or their external data file),
+// by index: read from there straight into their Tensors.
+using LeftInFiles = std::map<int, RawDataInFile>;
+
+Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source, const LeftInFiles& in_files) {
   onnx::GraphProto& gp = *model.mutable_graph();
   Graph g;
   g.name = gp.name();
@@ -82,10 +88,12 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
   };
 
   std::unordered_set<std::string> init_names;
-  for (auto& tp : *gp.mutable_initializer()) {
+  for (int index = 0; index < gp.initializer_size(); ++index) {
+    onnx::TensorProto& tp = *gp.mutable_initializer(index);
     GRIST_CHECK(!tp.name().empty(), "{}: an initializer has no name", source);
     GRIST_CHECK(g.find_value(tp.name()) == kNoValue, "{}: initializer '{}' is defined twice", source, tp.name());
-    auto t = tensor_from_proto(tp);
+    const auto in_file = in_files.find(index);
+    auto t = tensor_from_proto(tp, in_file == in_files.end() ? nullptr : &in_file->second);
     if (!t) return make_error("{}: initializer {}", source, t.message());
     // Copied: freed now, so a model of several GiB is not held twice (clear_raw_data alone keeps the capacity).
     std::string().swap(*tp.mutable_raw_data());
@@ -97,7 +105,7 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
     std::vector<Dim> dims;
     for (int64_t d : t->shape()) dims.push_back(Dim{d, {}});
     v.shape = dims;
-    v.initial = std::make_shared<const Tensor>(std::move(t).value());
+    v.initial = std::make_shared<Tensor>(std::move(t).value());  // non-const: Graph::take_initial
     g.initializers.push_back(g.add_value(std::move(v)));
     init_names.insert(tp.name());
   }
@@ -189,9 +197,10 @@ Result<Graph> convert_graph(onnx::ModelProto& model, const std::string& source) 
 constexpr const char* kMalformed = "{}: not an ONNX model (the protobuf data is malformed or truncated)";
 
 // `model` parsed from `source`; `dir`: the model's folder, where its external data lies; none for a model from
-// memory.
+// memory. `own`: the initializers whose raw_data parse_model_file left in the model file, open as `fd`.
 Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, ImportOptions options,
-                           const std::optional<std::filesystem::path>& dir) {
+                           const std::optional<std::filesystem::path>& dir, const InFileInitializers* own = nullptr,
+                           int fd = -1) {
   // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& op : model.opset_import()) {
@@ -207,8 +216,29 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
               source);
-  // Read before the checker, which would look for the files relative to the working directory.
-  GRIST_TRY(load_external_data(model, dir, source));
+  // Checked (and small tensors read) before the checker, which would look for the files relative to the working
+  // directory.
+  ExternalLeftInFiles external;
+  const bool leave = dir && options.in_file_min_bytes > 0;
+  GRIST_TRY(load_external_data(model, dir, source, leave ? &external : nullptr, options.in_file_min_bytes));
+  LeftInFiles in_files;
+  if (own && !own->empty()) {
+    std::error_code ec;
+    const std::string self = std::filesystem::absolute(source, ec).string();
+    GRIST_CHECK(!ec, "{}: cannot resolve the model's path: {}", source, ec.message());
+    for (const auto& [index, b] : *own) in_files[index] = {fd, b.offset, b.length, self};
+  }
+  for (const auto& [index, e] : external.initializers) in_files[index] = e;
+  // Marked as data in a file (by absolute path, which the checker wants to exist): a tensor without a data field
+  // would be refused. Shape inference does not read such tensors.
+  for (const auto& [index, f] : in_files) {
+    onnx::TensorProto& tp = *model.mutable_graph()->mutable_initializer(index);
+    tp.set_data_location(onnx::TensorProto::EXTERNAL);
+    tp.clear_external_data();
+    auto* location = tp.add_external_data();
+    location->set_key("location");
+    location->set_value(f.path);
+  }
   if (options.run_checker) {
     try {
       onnx::checker::check_model(model);
@@ -229,7 +259,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
       // Shapes are only hints for grist (kernels compute real shapes); carry on without them.
     }
   }
-  return convert_graph(model, source);
+  return convert_graph(model, source, in_files);
 }
 
 }  // namespace
@@ -248,21 +278,28 @@ Result<Graph> import_onnx_file(const std::string& path, ImportOptions options) {
   GRIST_CHECK(!ec, "{}: cannot open file", path);
   GRIST_CHECK(size > 0, "{}: the file is empty", path);
   GRIST_CHECK(size <= (uint64_t{1} << 31), "{}: {} bytes, over protobuf's 2 GiB limit for one ONNX file", path, size);
-  // Parsed straight from the file in buffered blocks: a copy of the whole file beside the parsed model would
-  // double the peak memory of a large model (each weight is still copied once, from the buffer into the model).
+  // Parsed straight from the file in buffered blocks, large raw_data left there to be read into their Tensors
+  // (onnx/model_file.h): neither the whole file nor any large weight is held twice.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   GRIST_CHECK(fd >= 0, "{}: cannot open file", path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
   onnx::ModelProto model;
+  InFileInitializers initializers;
+  int error = 0;
   bool parsed = false;
-  {
+  if (options.in_file_min_bytes > 0) {
+    parsed = parse_model_file(fd, size, options.in_file_min_bytes, model, initializers, error);
+  } else {
     google::protobuf::io::FileInputStream in(fd, 1 << 20);
     parsed = model.ParseFromZeroCopyStream(&in);
-    const int error = in.GetErrno();
-    ::close(fd);
-    GRIST_CHECK(error == 0, "{}: cannot read file", path);
+    error = in.GetErrno();
   }
+  GRIST_CHECK(error == 0, "{}: cannot read file", path);
   GRIST_CHECK(parsed, kMalformed, path);
-  return import_model(model, path, options, std::filesystem::path(path).parent_path());
+  return import_model(model, path, options, std::filesystem::path(path).parent_path(), &initializers, fd);
 }
 
 }  // namespace grist

@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "onnx/model_file.h"
 #include "tensor/half.h"
 #include "util/input_file.h"
 
@@ -49,20 +50,29 @@ Status copy_half_patterns(const google::protobuf::RepeatedField<int32_t>& field,
 
 }  // namespace
 
-Result<Tensor> tensor_from_proto(const onnx::TensorProto& p) {
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const RawDataInFile* in_file) {
   const std::string what = p.name().empty() ? std::string("tensor") : "tensor '" + p.name() + "'";
   auto dtype = static_cast<DType>(p.data_type());
   GRIST_CHECK(is_supported(dtype), "{}: element type {} is not supported", what, dtype_name(dtype));
-  GRIST_CHECK(p.data_location() != onnx::TensorProto::EXTERNAL,
+  GRIST_CHECK(in_file || p.data_location() != onnx::TensorProto::EXTERNAL,
               "{}: data stored in an external file is not supported", what);
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   auto bytes = checked_nbytes(dims, dtype, what);
   if (!bytes) return bytes.error();
   Tensor t(dtype, Shape(dims));
-  if (p.has_raw_data()) {
-    GRIST_CHECK(static_cast<int64_t>(p.raw_data().size()) == *bytes, "{}: raw data has {} bytes, its shape {} needs {}",
-                what, p.raw_data().size(), t.shape().str(), *bytes);
-    if (*bytes) std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(*bytes));  // ONNX raw data is little-endian
+  if (in_file || p.has_raw_data()) {
+    const uint64_t have = in_file ? in_file->length : p.raw_data().size();
+    GRIST_CHECK(have == static_cast<uint64_t>(*bytes), "{}: raw data has {} bytes, its shape {} needs {}", what, have,
+                t.shape().str(), *bytes);
+    // ONNX raw data is little-endian, as this machine is.
+    if (in_file) {
+      int error = 0;
+      GRIST_CHECK(read_file_bytes(in_file->fd, in_file->offset, in_file->length, t.raw(), error),
+                  "{}: cannot read its bytes from {}: {}", what, in_file->path,
+                  error ? std::strerror(error) : "the file ended early");
+    } else if (*bytes) {
+      std::memcpy(t.raw(), p.raw_data().data(), static_cast<size_t>(*bytes));
+    }
     // A bool is one byte, and any byte but 0 is true: stored as 1, since a bool holding another value is
     // undefined behaviour wherever it is read.
     if (dtype == DType::Bool) {
