@@ -230,6 +230,7 @@ class TargetSearch {
   // The crafted batch's one-hot labels (float, [rows, classes]), chosen from the label set (label_choice.h).
   std::vector<std::string> label_inputs_;
   std::vector<ValueId> label_ids_;
+  std::vector<OneHotValues> label_values_;  // by label_inputs_
   std::vector<ValueId> probe_ids_;  // data_ids_, then label_ids_ when the labels are crafted
   std::vector<CraftedStep> crafted_steps_;
   size_t crafted_bytes_ = 0;
@@ -267,6 +268,7 @@ Status TargetSearch::setup() {
   data_clips_.clear();
   label_inputs_.clear();
   label_ids_.clear();
+  label_values_.clear();
   switched_inputs_.clear();
   random_ops_ = false;
   random_ops_ = draws_random(g_);
@@ -276,9 +278,14 @@ Status TargetSearch::setup() {
     switched_inputs_.push_back(name);
     if (spec.role == InputRole::Label) {
       const Tensor& y = batch_.at(name);
-      if (spec.one_hot > 0 && y.rank() == 2 && (y.dtype() == DType::Float32 || y.dtype() == DType::Float64)) {
+      const auto values = spec.one_hot > 0 && y.rank() == 2 && y.shape()[1] == spec.one_hot &&
+                                  (y.dtype() == DType::Float32 || y.dtype() == DType::Float64)
+                              ? one_hot_values(spec, spec.one_hot, y.rank())
+                              : std::nullopt;
+      if (values) {
         label_inputs_.push_back(name);
         label_ids_.push_back(g_.find_value(name));
+        label_values_.push_back(*values);
       }
     }
     if (spec.role != InputRole::Data) continue;
@@ -739,7 +746,8 @@ Status TargetSearch::craft_training_batch(int64_t it) {
     const Tensor& minus = probe_minus_[j];
     if (!gain.defined() || !minus.defined()) continue;
     subtract_in_place(gain, minus);
-    auto changed = choose_one_hot_labels(crafted_.at(label_inputs_[j - data_ids_.size()]), gain);
+    const size_t label = j - data_ids_.size();
+    auto changed = choose_one_hot_labels(crafted_.at(label_inputs_[label]), gain, label_values_[label]);
     if (!changed) return changed.error();
   }
   return Status::ok();

@@ -146,6 +146,28 @@ TEST(FindingClass, CraftedBatchesChoosingTheirLabelsReachTheLabelToyAndReplay) {
   fs::remove_all(dir);
 }
 
+// The same toy with its labels smoothed by preprocessing (scale 0.9, offset 0.05): the crafted rows hold 0.95 and
+// 0.05 as the data's do.
+TEST(FindingClass, CraftedLabelsKeepTheInputsPreprocessing) {
+  Loaded l = load("label_craft_toy");
+  Manifest m = label_toy_manifest(l, true);
+  m.inputs.at("y").scale = 0.9;
+  m.inputs.at("y").offset = 0.05;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  ASSERT_FALSE(o.witness.training.empty());
+  bool chosen = false;
+  for (const auto& step : o.witness.training) {
+    const Tensor& y = step.batch.at("y");
+    for (int64_t i = 0; i < y.numel(); ++i) {
+      const float v = y.data<float>()[i];
+      EXPECT_TRUE(v == 0.95f || v == 0.05f) << v;
+    }
+    chosen |= y.data<float>()[0] == 0.95f;
+  }
+  EXPECT_TRUE(chosen);
+}
+
 // clip → exp → sqrt under flush-to-zero (a log-variance made a standard deviation, as VAEs write it). Below the
 // clip's lower bound exp(−100) flushes to 0 and sqrt′(0) = ∞, but Clip's backward gives the input a 0 there:
 // the gradient the user takes is finite, as PyTorch's is. Inside (−100, −87.3) the ∞ reaches the input.
