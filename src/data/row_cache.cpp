@@ -3,13 +3,13 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <vector>
 
@@ -38,6 +38,20 @@ const std::regex& partial_name() {
   return re;
 }
 
+// The machine's systemd/D-Bus id, stable across reboots and hostname changes (a container's hostname changes with
+// every `docker run`, and a cache folder kept between runs would never be reused); empty where there is none.
+const std::string& machine_id() {
+  static const std::string id = [] {
+    for (const char* path : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+      std::ifstream f(path);
+      std::string line;
+      if (f && std::getline(f, line) && !line.empty()) return line;
+    }
+    return std::string();
+  }();
+  return id;
+}
+
 bool process_runs(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
 
 }  // namespace
@@ -59,9 +73,8 @@ std::string row_cache_file_for(const std::string& path, const std::string& cache
   if (ec || ::stat(real.c_str(), &st) != 0) return "";
   // "The same source" is this path on this machine's device: a cache folder shared over NFS may hold another
   // machine's copy of another file at the same path, and replacing one must not remove the other.
-  char host[256] = {};
-  if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  const std::string source = fmt::format("{}\n{}\n{}", host, static_cast<unsigned long long>(st.st_dev), real.string());
+  const std::string source =
+      fmt::format("{}\n{}\n{}", machine_id(), static_cast<unsigned long long>(st.st_dev), real.string());
   const std::string key =
       fmt::format("{}\n{}\n{}\n{}.{}\n{}.{}", source, static_cast<unsigned long long>(st.st_ino),
                   static_cast<long long>(st.st_size), static_cast<long long>(st.st_mtim.tv_sec),

@@ -15,7 +15,7 @@ inline constexpr const char* kRowCacheFolder = "idx-rows";
 std::string default_row_cache_dir();
 
 // The copy of `path` in `cache_dir`/idx-rows: "<file name>-<path hash>-<key hash>". The path hash names the source:
-// the machine, the device and the path with symlinks resolved (a link and its file share one copy; another
+// the machine (its /etc/machine-id), the device and the path with symlinks resolved (a link and its file share one copy; another
 // machine's file at the same path in a shared folder is another source). The key adds the inode, size,
 // modification and status-change times, so that a changed or replaced file is read afresh — also one copied with
 // its mtime kept (cp -p, rsync -a, tar x), whose inode or ctime (which no user can set) differs. Empty when the
