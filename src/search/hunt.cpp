@@ -698,39 +698,45 @@ Status TargetSearch::craft_training_batch(int64_t it) {
   ex_->options().dropout_training = false;
   probe_weights_.resize(params_.size());
   for (size_t k = 0; k < params_.size(); ++k) probe_weights_[k].copy_from(ex_->value(params_[k]));
-  GRIST_TRY(feed(crafted_));
-  for (int side : {1, -1}) {
-    for (size_t k = 0; k < params_.size(); ++k) {
-      const Tensor& d = objective_weight_grad_[k];
-      if (!d.defined()) continue;
-      Tensor& w = ex_->mutable_value(params_[k]);
-      const Tensor& w0 = probe_weights_[k];
-      const double scale = side * h / norm;
-      dispatch_float(w.dtype(), [&](auto tag) {
-        using T = decltype(tag);
-        T* p = w.data<T>();
-        const T* p0 = w0.data<T>();
-        const T* pd = d.data<T>();
-        for (int64_t i = 0; i < w.numel(); ++i)
-          p[i] = static_cast<T>(static_cast<double>(p0[i]) + scale * static_cast<double>(pd[i]));
-      });
-    }
-    GRIST_TRY(ex_->forward());
-    GRIST_TRY(ex_->backward(loss_, probe_ids_));
-    std::vector<Tensor>& keep = side > 0 ? probe_plus_ : probe_minus_;
-    keep.resize(probe_ids_.size());
-    for (size_t i = 0; i < probe_ids_.size(); ++i) {
-      const Tensor* gx = ex_->grad(probe_ids_[i]);
-      if (gx) {
-        keep[i].copy_from(*gx);
-      } else {
-        keep[i] = Tensor{};
+  // The probes run in a lambda so that the weights, dropout and generator are restored on every path out,
+  // a failed pass included.
+  const Status probed = [&]() -> Status {
+    GRIST_TRY(feed(crafted_));
+    for (int side : {1, -1}) {
+      for (size_t k = 0; k < params_.size(); ++k) {
+        const Tensor& d = objective_weight_grad_[k];
+        if (!d.defined()) continue;
+        Tensor& w = ex_->mutable_value(params_[k]);
+        const Tensor& w0 = probe_weights_[k];
+        const double scale = side * h / norm;
+        dispatch_float(w.dtype(), [&](auto tag) {
+          using T = decltype(tag);
+          T* p = w.data<T>();
+          const T* p0 = w0.data<T>();
+          const T* pd = d.data<T>();
+          for (int64_t i = 0; i < w.numel(); ++i)
+            p[i] = static_cast<T>(static_cast<double>(p0[i]) + scale * static_cast<double>(pd[i]));
+        });
+      }
+      GRIST_TRY(ex_->forward());
+      GRIST_TRY(ex_->backward(loss_, probe_ids_));
+      std::vector<Tensor>& keep = side > 0 ? probe_plus_ : probe_minus_;
+      keep.resize(probe_ids_.size());
+      for (size_t i = 0; i < probe_ids_.size(); ++i) {
+        const Tensor* gx = ex_->grad(probe_ids_[i]);
+        if (gx) {
+          keep[i].copy_from(*gx);
+        } else {
+          keep[i] = Tensor{};
+        }
       }
     }
-  }
+    return Status::ok();
+  }();
   for (size_t k = 0; k < params_.size(); ++k) ex_->mutable_value(params_[k]).copy_from(probe_weights_[k]);
   ex_->options().dropout_training = dropout_saved;
   if (rng_saved) ex_->rng() = *rng_saved;
+  GRIST_TRY(probed);
   // Ascent on ⟨∂L/∂w, d⟩: T ← clip(T + ε·sign(g₊ − g₋)), a sign step against g₋ − g₊.
   const double eps = cfg_.epsilon_at(it);
   for (size_t i = 0; i < data_inputs_.size(); ++i) {
