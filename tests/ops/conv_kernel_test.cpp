@@ -248,6 +248,11 @@ std::vector<ConvCase> conv_cases() {
       {"same_wide_pad", {1, 2, 3, 2}, {5, 2, 3, 5}, 1, {1, 1}, {1, 2, 1, 2}},
       {"same_one_row", {1, 6, 1, 9}, {4, 6, 1, 3}, 1, {1, 1}, {0, 1, 0, 1}},
       {"grid64_pointwise_strided", {1, 16, 15, 15}, {8, 16, 1, 1}, 1, {2, 2}},
+      // Stride 2 along rows (im2col's 16-wide gathers, masked at the ends of each row's range): conv1's 7×7 with
+      // pads of 3, and rows of 1 to 40 outputs, the last one read at the image's last column.
+      {"stride2_7x7", {1, 3, 40, 67}, {4, 3, 7, 7}, 1, {2, 2}, {3, 3, 3, 3}},
+      {"stride2_rows", {1, 2, 3, 81}, {3, 2, 1, 3}, 1, {1, 2}, {0, 0, 0, 0}},
+      {"stride2_narrow", {1, 2, 6, 3}, {3, 2, 2, 3}, 1, {1, 2}, {0, 1, 0, 1}},
       {"grouped_grid4", {1, 12, 2, 2}, {9, 4, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}},
       {"grouped_large", {1, 8, 7, 6}, {6, 4, 3, 3}, 2, {1, 1}, {1, 1, 1, 1}},
       // Depthwise: small grids (offsets per point worked out once), a channel multiplier, and a larger grid (phase
