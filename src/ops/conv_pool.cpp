@@ -908,15 +908,15 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
     T* base = phases + row_phase * l.sw * l.phase_size + row_index * l.width;
     const T* src = plane + ih * w;
     if (l.sw == 1) {
-      std::copy_n(src, w, base + g.pad_begin[1]);
+      copy_short(src, w, base + g.pad_begin[1]);
     } else {
       for (int64_t rc = 0; rc < l.sw; ++rc) {
         const auto r = static_cast<size_t>(rc);
         const int64_t n = (w - first_col[r] + l.sw - 1) / l.sw;
         T* dst = base + first_dst[r];
         const T* from = src + first_col[r];
-        if (l.sw == 2) {  // the common stride, a constant the vectoriser turns into permutes
-          for (int64_t t = 0; t < n; ++t) dst[t] = from[2 * t];
+        if (l.sw == 2) {  // the common stride (-O2 left the plain loop scalar)
+          copy_stride2(from, n, dst);
         } else {
           for (int64_t t = 0; t < n; ++t) dst[t] = from[t * l.sw];
         }

@@ -265,6 +265,8 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise_blocks_5x5_6x6", {1, 17, 6, 6}, {17, 1, 5, 5}, 17, {1, 1}, {2, 2, 2, 2}},
       {"depthwise_5x5_dilated", {1, 3, 4, 5}, {3, 1, 5, 5}, 3, {1, 1}, {4, 3, 4, 3}, {2, 1}},
       {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
+      // Stride 2 on phase planes of 35 and 36 columns (split_into_phases's 16-wide gathers and masked ends).
+      {"depthwise_phase_planes_stride2", {1, 3, 20, 71}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
   };
 }
 
@@ -339,6 +341,8 @@ TEST(ConvKernel, MaxPoolOnSmallGridsMatchesNaiveMax) {
       {"ceil", {2, 19, 7, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 1},
       {"padded", {1, 33, 5, 6}, {3, 3}, {1, 2}, {1, 1, 1, 0}},
       {"ceil_padded", {1, 16, 4, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, 1},
+      // Phase planes (3 planes, 10 × 36 points): stride 2 over 71 columns, ceil mode, padded with −inf.
+      {"phase_planes_stride2", {1, 3, 20, 71}, {3, 3}, {2, 2}, {1, 1, 0, 0}, 1},
   };
   for (const PoolCase& c : cases) {
     check_max_pool(c, DType::Float32);
