@@ -239,6 +239,10 @@ std::vector<ConvCase> conv_cases() {
       {"grid4_strided", {2, 19, 4, 4}, {6, 19, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}},
       {"grid6_asym_pad", {1, 10, 2, 3}, {11, 10, 2, 2}, 1, {1, 1}, {1, 0, 0, 1}},
       {"grid9", {1, 33, 3, 3}, {17, 33, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}},
+      // Every grid of 5 to 9 points (one block of all the points), odd m for the single-row remainder.
+      {"grid5", {1, 20, 1, 5}, {5, 20, 1, 1}},
+      {"grid7", {1, 35, 1, 7}, {3, 35, 1, 1}},
+      {"grid8", {1, 17, 2, 4}, {7, 17, 1, 1}},
       {"grid12", {1, 5, 3, 4}, {7, 5, 1, 1}},
       {"grid25_dilated", {1, 6, 9, 9}, {10, 6, 3, 3}, 1, {1, 1}, {0, 0, 0, 0}, {2, 2}},
       // Stride 1 "same" convolutions (im2col copies whole kernel-offset rows at once): dilated, asymmetric pads,
