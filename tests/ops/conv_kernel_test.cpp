@@ -239,6 +239,10 @@ std::vector<ConvCase> conv_cases() {
       {"grid4_strided", {2, 19, 4, 4}, {6, 19, 3, 3}, 1, {2, 2}, {1, 1, 1, 1}},
       {"grid6_asym_pad", {1, 10, 2, 3}, {11, 10, 2, 2}, 1, {1, 1}, {1, 0, 0, 1}},
       {"grid9", {1, 33, 3, 3}, {17, 33, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}},
+      // Every grid of 5 to 9 points (one block of all the points), odd m for the single-row remainder.
+      {"grid5", {1, 20, 1, 5}, {5, 20, 1, 1}},
+      {"grid7", {1, 35, 1, 7}, {3, 35, 1, 1}},
+      {"grid8", {1, 17, 2, 4}, {7, 17, 1, 1}},
       {"grid12", {1, 5, 3, 4}, {7, 5, 1, 1}},
       {"grid25_dilated", {1, 6, 9, 9}, {10, 6, 3, 3}, 1, {1, 1}, {0, 0, 0, 0}, {2, 2}},
       // Stride 1 "same" convolutions (im2col copies whole kernel-offset rows at once): dilated, asymmetric pads,
@@ -248,6 +252,11 @@ std::vector<ConvCase> conv_cases() {
       {"same_wide_pad", {1, 2, 3, 2}, {5, 2, 3, 5}, 1, {1, 1}, {1, 2, 1, 2}},
       {"same_one_row", {1, 6, 1, 9}, {4, 6, 1, 3}, 1, {1, 1}, {0, 1, 0, 1}},
       {"grid64_pointwise_strided", {1, 16, 15, 15}, {8, 16, 1, 1}, 1, {2, 2}},
+      // Stride 2 along rows (im2col's 16-wide gathers, masked at the ends of each row's range): conv1's 7×7 with
+      // pads of 3, and rows of 1 to 40 outputs, the last one read at the image's last column.
+      {"stride2_7x7", {1, 3, 40, 67}, {4, 3, 7, 7}, 1, {2, 2}, {3, 3, 3, 3}},
+      {"stride2_rows", {1, 2, 3, 81}, {3, 2, 1, 3}, 1, {1, 2}, {0, 0, 0, 0}},
+      {"stride2_narrow", {1, 2, 6, 3}, {3, 2, 2, 3}, 1, {1, 2}, {0, 1, 0, 1}},
       {"grouped_grid4", {1, 12, 2, 2}, {9, 4, 3, 3}, 3, {1, 1}, {1, 1, 1, 1}},
       {"grouped_large", {1, 8, 7, 6}, {6, 4, 3, 3}, 2, {1, 1}, {1, 1, 1, 1}},
       // Depthwise: small grids (offsets per point worked out once), a channel multiplier, and a larger grid (phase
@@ -260,6 +269,8 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise_blocks_5x5_6x6", {1, 17, 6, 6}, {17, 1, 5, 5}, 17, {1, 1}, {2, 2, 2, 2}},
       {"depthwise_5x5_dilated", {1, 3, 4, 5}, {3, 1, 5, 5}, 3, {1, 1}, {4, 3, 4, 3}, {2, 1}},
       {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
+      // Stride 2 on phase planes of 35 and 36 columns (split_into_phases's 16-wide gathers and masked ends).
+      {"depthwise_phase_planes_stride2", {1, 3, 20, 71}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
   };
 }
 
@@ -334,6 +345,8 @@ TEST(ConvKernel, MaxPoolOnSmallGridsMatchesNaiveMax) {
       {"ceil", {2, 19, 7, 7}, {3, 3}, {2, 2}, {0, 0, 0, 0}, 1},
       {"padded", {1, 33, 5, 6}, {3, 3}, {1, 2}, {1, 1, 1, 0}},
       {"ceil_padded", {1, 16, 4, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, 1},
+      // Phase planes (3 planes, 10 × 36 points): stride 2 over 71 columns, ceil mode, padded with −inf.
+      {"phase_planes_stride2", {1, 3, 20, 71}, {3, 3}, {2, 2}, {1, 1, 0, 0}, 1},
   };
   for (const PoolCase& c : cases) {
     check_max_pool(c, DType::Float32);
