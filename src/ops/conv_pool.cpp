@@ -320,7 +320,7 @@ void for_each_column_row(const WindowPlanes<T>& planes, int64_t channels, const 
 }
 
 // Grids whose (point, kernel offset) pairs number at most this take the offset-table paths (im2row_2d,
-// depthwise_small), the table on the stack.
+// depthwise_small), the table in the node's scratch.
 constexpr int64_t kWindowTablePairs = 256;
 
 // offsets[point · taps + tap]: where 2-D grid point `point` reads kernel offset `tap` in its channel's image, or −1
@@ -778,7 +778,7 @@ void weight_gradient(const ConvShape& cs, const T* image, const T* grid, NodeSta
 // Depthwise Conv (every group reads one input channel, as MobileNet's and ShuffleNet's do), 2-D: a direct loop
 // over the window. The im2col path would copy each channel's windows and run one GEMM per channel of a few
 // multiply-adds each. Here an output row accumulates one input row per kernel offset, vectorised along the
-// row, the terms in kernel order with the padding skipped.
+// row, the terms in kernel order, the padding entering as zero times the weight (as in the im2col path).
 
 // Kernels up to this wide keep their per-column ranges on the stack; wider ones take the im2col path.
 constexpr int64_t kMaxDirectKernelWidth = 16;
@@ -931,6 +931,9 @@ void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* p
 // 0.026 ms, mobilenet_v3_small's 4×4 grids of 5×5 0.043 -> 0.011) and loses from 16×16 (0.067 -> 0.173: the
 // transposes then cost more than the phase planes).
 constexpr int64_t kBlockedDepthwisePairs = 1024;
+// The blocks copy each chunk of 16 whole input planes (transposed), so a tiny grid over a large image (a stride of
+// hundreds) would hold the input again per chunk: planes of at most this many elements (64×64) take them.
+constexpr int64_t kBlockedImageElements = 4096;
 
 // Depthwise on small grids (a MobileNet's deep layers at small inputs: 2×2, 4×4 points; at most kWindowTablePairs
 // point × kernel offset pairs, or kBlockedDepthwisePairs without a channel multiplier): each output point's input offset per kernel offset, or padding, is worked out once
@@ -1011,7 +1014,8 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  if (grid * taps <= (cs.grid_channels == 1 ? kBlockedDepthwisePairs : kWindowTablePairs))
+  if (cs.grid_channels == 1 ? grid * taps <= kBlockedDepthwisePairs && image <= kBlockedImageElements
+                            : grid * taps <= kWindowTablePairs)
     return depthwise_small(cs, x, w, bias, state, y);
   const PhaseLayout l = phase_layout(g);
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * l.run() * cs.grid_channels);
@@ -1294,7 +1298,8 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     const int64_t taps = g.kernel_size();
     constexpr int64_t kLanes = 16;
-    if (g.rank == 2 && planes >= kLanes && grid_size * taps <= kBlockedDepthwisePairs) {
+    if (g.rank == 2 && planes >= kLanes && grid_size * taps <= kBlockedDepthwisePairs &&
+        image_size <= kBlockedImageElements) {
       // Small grids (SqueezeNet's 3×3 to 15×15 at 64×64), as depthwise_small: 16 planes at once, transposed to
       // position-major, one vector max per (point, kernel offset) through the offset table, padding reading a row
       // of −inf; the kernel offsets in the same order as on the phase planes, the new value first. The phase

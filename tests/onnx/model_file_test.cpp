@@ -68,8 +68,9 @@ void expect_same_graph(const Graph& want, const Graph& got, bool same_shapes, co
     ASSERT_EQ(a.initial->shape(), b.initial->shape()) << what << " " << a.name;
     ASSERT_EQ(a.initial->nbytes(), b.initial->nbytes()) << what << " " << a.name;
     // An empty tensor has no buffer, and memcmp must not be given a null pointer even for 0 bytes.
-    if (a.initial->nbytes() > 0)
+    if (a.initial->nbytes() > 0) {
       EXPECT_EQ(std::memcmp(a.initial->raw(), b.initial->raw(), a.initial->nbytes()), 0) << what << " " << a.name;
+    }
   }
   if (!same_shapes) return;
   for (size_t i = 0; i < want.values.size(); ++i) {
