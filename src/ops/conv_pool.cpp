@@ -1051,6 +1051,25 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   });
 }
 
+// The padding's terms of dw[tap] = Σ dy · x, which the loop over the image's positions leaves out: each is
+// 0 · dy, nothing unless dy is infinite or NaN, when it is NaN, as in the im2col path and the frameworks.
+template <class T>
+void add_padding_terms(const WindowGeometry& g, const T* dy, T* dw) {
+  const int64_t grid = g.grid_size();
+  if (std::all_of(dy, dy + grid, [](T v) { return std::isfinite(v); })) return;
+  for (int64_t oh = 0; oh < g.grid[0]; ++oh)
+    for (int64_t ow = 0; ow < g.grid[1]; ++ow) {
+      const T d = dy[oh * g.grid[1] + ow];
+      if (std::isfinite(d)) continue;
+      for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+        for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+          if (ih < 0 || ih >= g.image[0] || iw < 0 || iw >= g.image[1]) dw[kh * g.kernel[1] + kw] += T(0) * d;
+        }
+    }
+}
+
 // dx = Σ over windows of w · dy (dx zeroed first) and dw[m, tap] = Σ dy · x over the tap's positions.
 template <class T>
 void depthwise_backward(const ConvShape& cs, const T* x, const T* w, const T* dy, T* dx, T* dw) {
@@ -1068,6 +1087,7 @@ void depthwise_backward(const ConvShape& cs, const T* x, const T* w, const T* dy
       if (dx) add_scaled_to_strided(dx + offset, s, grad, w[m * taps + tap], len);
       if (dw) dw[m * taps + tap] += dot_row(grad, x + offset, s, len);
     });
+    if (dw) add_padding_terms(g, g_out, dw + m * taps);
   });
 }
 

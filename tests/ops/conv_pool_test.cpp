@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ops/kernel_util.h"
+#include "engine/executor.h"
+#include "support/graph_builder.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -552,6 +555,44 @@ TEST(ConvPoolSteadyState, RepeatedPassesAllocateNothing) {
   EXPECT_EQ(allocations_after_first_pass(pool_spec("AveragePool", {3, 3}, {{2, 2}, {1, 1, 1, 1}, {}}), {x},
                                          kEveryFloatOutput, 2),
             0u);
+}
+
+// A depthwise weight gradient's padding terms are 0 · dy: NaN where dy is infinite, as in the im2col path and the
+// frameworks. Channel 0's dy is +inf at output (0, 0), whose 3×3 window (pad 1) reads padding at the taps of its
+// first row and column: those weight gradients are NaN, the four others +inf (x > 0), and channel 1's finite.
+TEST(DepthwiseBackward, PaddingTermsMeetingAnInfiniteGradientAreNaN) {
+  Tensor scale(DType::Float32, Shape{1, 2, 4, 4});
+  for (float& v : scale.span<float>()) v = 1.0f;
+  scale.data<float>()[0] = std::numeric_limits<float>::infinity();
+  Tensor x(DType::Float32, Shape{1, 2, 4, 4}), w(DType::Float32, Shape{2, 1, 3, 3});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.5f + 0.01f * static_cast<float>(i);
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = 0.1f * static_cast<float>(i % 5 + 1);
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {1, 2, 4, 4})
+                .constant("w", w)
+                .constant("scale", scale)
+                .node("Conv", {"x", "w"}, {"y"},
+                      {{"group", attr_int(2)}, {"pads", attr_ints({1, 1, 1, 1})}, {"kernel_shape", attr_ints({3, 3})}})
+                .node("Mul", {"y", "scale"}, {"z"})
+                .node("ReduceSum", {"z"}, {"loss"}, {{"keepdims", attr_int(0)}})
+                .output("loss")
+                .build();
+  auto ex = Executor::create(g, {});
+  ASSERT_TRUE(ex.is_ok()) << ex.message();
+  ASSERT_TRUE(ex->set_input("x", x).is_ok());
+  ASSERT_TRUE(ex->forward().is_ok());
+  ASSERT_TRUE(ex->backward(g.find_value("loss")).is_ok());
+  const Tensor* dw = ex->grad(g.find_value("w"));
+  ASSERT_NE(dw, nullptr);
+  for (int64_t tap = 0; tap < 9; ++tap) {
+    const float v = dw->data<float>()[tap];
+    if (tap / 3 == 0 || tap % 3 == 0) {
+      EXPECT_TRUE(std::isnan(v)) << "tap " << tap << ": " << v;
+    } else {
+      EXPECT_EQ(v, std::numeric_limits<float>::infinity()) << "tap " << tap;
+    }
+    EXPECT_TRUE(std::isfinite(dw->data<float>()[9 + tap])) << "channel 1, tap " << tap;
+  }
 }
 
 }  // namespace
