@@ -81,10 +81,9 @@ TEST(FindingClass, CraftedTrainingBatchesReachTheToysFailureAndSaySo) {
   }
 }
 
-TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
-  Loaded l = load("crafted_training_toy");
-  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
-  ASSERT_TRUE(o.triggered);
+namespace {
+// Writes the finding's witness and replays it: it fails again after `steps` crafted training steps.
+void expect_witness_replays(const Loaded& l, const HazardOutcome& o, int64_t steps) {
   const fs::path dir = fs::temp_directory_path() / fs::path("grist-finding-class-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   auto files = write_witness(dir.string(), l.manifest.model, l.manifest, o);
@@ -92,8 +91,16 @@ TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
   auto replay = replay_witness(files->json);
   ASSERT_TRUE(replay.is_ok()) << replay.message();
   EXPECT_TRUE(replay->reproduced) << replay->message;
-  EXPECT_EQ(replay->training_steps, 4);
+  EXPECT_EQ(replay->training_steps, steps);
   fs::remove_all(dir);
+}
+}  // namespace
+
+TEST(FindingClass, ATrainingReachedWitnessReplaysItsTrainingSteps) {
+  Loaded l = load("crafted_training_toy");
+  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
+  ASSERT_TRUE(o.triggered);
+  expect_witness_replays(l, o, 4);
 }
 
 // tests/models/label_craft_toy: the data is all class 1, whose rows only lower W₀; log(1.5 − x·W₀) needs
@@ -135,15 +142,7 @@ TEST(FindingClass, CraftedBatchesChoosingTheirLabelsReachTheLabelToyAndReplay) {
     }
   }
   EXPECT_GT(class0, 0);
-  const fs::path dir = fs::temp_directory_path() / fs::path("grist-label-craft-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  auto files = write_witness(dir.string(), l.manifest.model, l.manifest, o);
-  ASSERT_TRUE(files.is_ok()) << files.message();
-  auto replay = replay_witness(files->json);
-  ASSERT_TRUE(replay.is_ok()) << replay.message();
-  EXPECT_TRUE(replay->reproduced) << replay->message;
-  EXPECT_EQ(replay->training_steps, static_cast<int64_t>(o.witness.training.size()));
-  fs::remove_all(dir);
+  expect_witness_replays(l, o, static_cast<int64_t>(o.witness.training.size()));
 }
 
 // The same toy with its labels smoothed by preprocessing (scale 0.9, offset 0.05): the crafted rows hold 0.95 and
