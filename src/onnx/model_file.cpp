@@ -61,6 +61,17 @@ bool copy_field(CodedInputStream& in, uint32_t tag, std::string& out) {
   return Wire::SkipField(&in, tag, &o);
 }
 
+// Reads a message's fields up to its end: each length-delimited field `number` goes to `on_field` (its tag just
+// read), every other is appended to `fields` as serialized. False for malformed data or an early end.
+template <class OnField>
+bool walk_fields(CodedInputStream& in, int number, std::string& fields, OnField on_field) {
+  for (uint32_t tag;;) {
+    if (!read_tag(in, tag)) return false;
+    if (tag == 0) return in.ConsumedEntireMessage();
+    if (!(is_message_field(tag, number) ? on_field(tag) : copy_field(in, tag, fields))) return false;
+  }
+}
+
 class Walk {
  public:
   Walk(int fd, uint64_t size, uint64_t min_bytes, InFileInitializers& in_file, int& read_errno)
@@ -68,17 +79,10 @@ class Walk {
 
   bool model(CodedInputStream& in, onnx::ModelProto& m) {
     std::string fields;
-    for (uint32_t tag;;) {
-      if (!read_tag(in, tag)) return false;
-      if (tag == 0) break;
-      if (!is_message_field(tag, kModelGraph)) {
-        if (!copy_field(in, tag, fields)) return false;
-        continue;
-      }
-      // A field given twice is merged into one message, as protobuf does.
-      if (!nested(in, [&] { return graph(in, *m.mutable_graph()); })) return false;
-    }
-    return in.ConsumedEntireMessage() && m.MergeFromString(fields);
+    // A field given twice is merged into one message, as protobuf does.
+    return walk_fields(in, kModelGraph, fields,
+                       [&](uint32_t) { return nested(in, [&] { return graph(in, *m.mutable_graph()); }); }) &&
+           m.MergeFromString(fields);
   }
 
  private:
@@ -99,31 +103,21 @@ class Walk {
 
   bool graph(CodedInputStream& in, onnx::GraphProto& g) {
     std::string fields;
-    for (uint32_t tag;;) {
-      if (!read_tag(in, tag)) return false;
-      if (tag == 0) break;
-      if (!is_message_field(tag, kGraphInitializer)) {
-        if (!copy_field(in, tag, fields)) return false;
-        continue;
-      }
-      onnx::TensorProto* t = g.add_initializer();
-      const int index = g.initializer_size() - 1;
-      std::optional<InFileBytes> raw;
-      if (!nested(in, [&] { return tensor(in, *t, raw); })) return false;
-      if (raw) in_file_[index] = *raw;
-    }
-    return in.ConsumedEntireMessage() && g.MergeFromString(fields);
+    return walk_fields(in, kGraphInitializer, fields,
+                       [&](uint32_t) {
+                         onnx::TensorProto* t = g.add_initializer();
+                         const int index = g.initializer_size() - 1;
+                         std::optional<InFileBytes> raw;
+                         if (!nested(in, [&] { return tensor(in, *t, raw); })) return false;
+                         if (raw) in_file_[index] = *raw;
+                         return true;
+                       }) &&
+           g.MergeFromString(fields);
   }
 
   bool tensor(CodedInputStream& in, onnx::TensorProto& t, std::optional<InFileBytes>& raw) {
     std::string fields;
-    for (uint32_t tag;;) {
-      if (!read_tag(in, tag)) return false;
-      if (tag == 0) break;
-      if (!is_message_field(tag, kTensorRawData)) {
-        if (!copy_field(in, tag, fields)) return false;
-        continue;
-      }
+    const bool walked = walk_fields(in, kTensorRawData, fields, [&](uint32_t tag) {
       uint32_t length = 0;
       if (!in.ReadVarint32(&length) || length > static_cast<uint32_t>(INT_MAX)) return false;
       const auto at = static_cast<uint64_t>(in.CurrentPosition());
@@ -136,13 +130,14 @@ class Walk {
         o.WriteTag(tag);
         o.WriteVarint32(length);
         o.WriteString(bytes);
-        continue;
+        return true;
       }
       // Skipping seeks, and a seek past the end of the file succeeds: a file that ends early is caught here.
       if (at + length > size_ || !in.Skip(static_cast<int>(length))) return false;
       raw = InFileBytes{at, length};
-    }
-    if (!in.ConsumedEntireMessage() || !t.MergeFromString(fields)) return false;
+      return true;
+    });
+    if (!walked || !t.MergeFromString(fields)) return false;
     if (!raw) return true;
     t.clear_raw_data();  // a shorter raw_data before this one
     if (stays_in_file(t, raw->length)) return true;
