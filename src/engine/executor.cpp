@@ -211,10 +211,12 @@ Status Executor::set_input(const std::string& name, const Tensor& t) {
   return set_input(id, t);
 }
 
-Status Executor::check_input(ValueId id, const Tensor& t) const {
+// Both set_input overloads: `t` is copied, or moved when given as an rvalue.
+template <class T>
+Status Executor::store_input(ValueId id, T&& t) {
   const Value& v = graph_->value(id);
   GRIST_CHECK(v.kind != ValueKind::Intermediate, "'{}' is computed by the model, not an input", v.name);
-  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type in set_input.
+  // numpy has no bfloat16, so files hold a bfloat16 input as float32: rounded to the input's type here.
   const bool rounded = v.dtype == DType::BFloat16 && t.dtype() == DType::Float32;
   GRIST_CHECK(v.dtype == DType::Undefined || v.dtype == t.dtype() || rounded, "input '{}' expects {} data, got {}",
               v.name, dtype_name(v.dtype), dtype_name(t.dtype()));
@@ -227,32 +229,17 @@ Status Executor::check_input(ValueId id, const Tensor& t) const {
                   v.name, d, dim.size, t.shape().str());
     }
   }
-  return Status::ok();
-}
-
-void Executor::note_input_set(ValueId id) {
+  if (rounded) cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
+  else values_[static_cast<size_t>(id)] = std::forward<T>(t);
   is_set_[static_cast<size_t>(id)] = 1;
   dirty_[static_cast<size_t>(id)] = 1;
   ++version_[static_cast<size_t>(id)];
-}
-
-Status Executor::set_input(ValueId id, const Tensor& t) {
-  GRIST_TRY(check_input(id, t));
-  if (graph_->value(id).dtype == DType::BFloat16 && t.dtype() == DType::Float32)
-    cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
-  else values_[static_cast<size_t>(id)] = t;
-  note_input_set(id);
   return Status::ok();
 }
 
-Status Executor::set_input(ValueId id, Tensor&& t) {
-  GRIST_TRY(check_input(id, t));
-  if (graph_->value(id).dtype == DType::BFloat16 && t.dtype() == DType::Float32)
-    cast_tensor(t, DType::BFloat16, values_[static_cast<size_t>(id)]);
-  else values_[static_cast<size_t>(id)] = std::move(t);
-  note_input_set(id);
-  return Status::ok();
-}
+Status Executor::set_input(ValueId id, const Tensor& t) { return store_input(id, t); }
+
+Status Executor::set_input(ValueId id, Tensor&& t) { return store_input(id, std::move(t)); }
 
 Tensor& Executor::mutable_value(ValueId id) {
   dirty_[static_cast<size_t>(id)] = 1;

@@ -86,8 +86,8 @@ class Executor {
 
  private:
   Executor() = default;
-  Status check_input(ValueId id, const Tensor& t) const;
-  void note_input_set(ValueId id);
+  template <class T>
+  Status store_input(ValueId id, T&& t);
   Status run_node_backward(size_t n);
   void note_forward_nonfinite(size_t n);
   void release_dead_values(size_t n);

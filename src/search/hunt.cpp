@@ -647,17 +647,6 @@ void TargetSearch::coordinate_weight_steps(int64_t it, double elapsed, HazardOut
   out.strategy = "grist+weights";
 }
 
-void TargetSearch::keep_objective_weight_gradient() {
-  for (size_t k = 0; k < params_.size(); ++k) {
-    const Tensor* d = ex_->grad(params_[k]);
-    if (d) {
-      objective_weight_grad_[k].copy_from(*d);
-    } else {
-      objective_weight_grad_[k] = Tensor{};
-    }
-  }
-}
-
 namespace {
 // a −= b, elementwise, for two float tensors of one shape and type (the probes' gradients).
 void subtract_in_place(Tensor& a, const Tensor& b) {
@@ -668,7 +657,20 @@ void subtract_in_place(Tensor& a, const Tensor& b) {
     for (int64_t k = 0; k < a.numel(); ++k) pa[k] -= pb[k];
   });
 }
+
+// A gradient kept past the next backward (its buffer reused), or undefined where none flowed.
+void keep_gradient(const Tensor* grad, Tensor& kept) {
+  if (grad) {
+    kept.copy_from(*grad);
+  } else {
+    kept = Tensor{};
+  }
+}
 }  // namespace
+
+void TargetSearch::keep_objective_weight_gradient() {
+  for (size_t k = 0; k < params_.size(); ++k) keep_gradient(ex_->grad(params_[k]), objective_weight_grad_[k]);
+}
 
 // Gradient matching: moves the crafted batch's data so that the model's own training step on it goes down the
 // objective's gradient d = ∂O/∂w. The step is w − lr·∂L(T)/∂w (or the optimizer's normalised form of it), so
@@ -722,14 +724,7 @@ Status TargetSearch::craft_training_batch(int64_t it) {
       GRIST_TRY(ex_->backward(loss_, probe_ids_));
       std::vector<Tensor>& keep = side > 0 ? probe_plus_ : probe_minus_;
       keep.resize(probe_ids_.size());
-      for (size_t i = 0; i < probe_ids_.size(); ++i) {
-        const Tensor* gx = ex_->grad(probe_ids_[i]);
-        if (gx) {
-          keep[i].copy_from(*gx);
-        } else {
-          keep[i] = Tensor{};
-        }
-      }
+      for (size_t i = 0; i < probe_ids_.size(); ++i) keep_gradient(ex_->grad(probe_ids_[i]), keep[i]);
     }
     return Status::ok();
   }();

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -137,6 +138,11 @@ std::string field(int number, const std::string& bytes) {
   return out + bytes;
 }
 
+const std::vector<float>& add_model_weight() {
+  static const std::vector<float> values{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f};
+  return values;
+}
+
 // y = Add(x, w) over a 2x3 float input: the model the hand-made initializers below are added to.
 onnx::ModelProto add_model() {
   onnx::ModelProto m;
@@ -162,9 +168,17 @@ onnx::ModelProto add_model() {
   w->set_data_type(onnx::TensorProto::FLOAT);
   w->add_dims(2);
   w->add_dims(3);
-  const float values[6] = {1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f};
-  w->set_raw_data(std::string(reinterpret_cast<const char*>(values), sizeof values));
+  const std::vector<float>& values = add_model_weight();
+  w->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return m;
+}
+
+// An imported graph's `w` holds add_model's values, bit for bit (its −0 included).
+void expect_add_model_weight(const Graph& g) {
+  const Tensor& w = *g.value(g.find_value("w")).initial;
+  ASSERT_EQ(w.numel(), 6);
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(std::bit_cast<uint32_t>(w.data<float>()[i]), std::bit_cast<uint32_t>(add_model_weight()[i])) << i;
 }
 
 onnx::TensorProto* add_tensor(onnx::ModelProto& m, const std::string& name, onnx::TensorProto::DataType type,
@@ -238,10 +252,7 @@ TEST_F(ModelFile, HandMadeTensorsOfEveryKindImportAsProtobufParsesThem) {
   // The bytes really come from the file: a tensor's values as written, where its raw_data lay.
   auto g = import_onnx_file(path.string(), every_tensor_from_the_file());
   ASSERT_TRUE(g.is_ok()) << g.message();
-  const Tensor& w = *g->value(g->find_value("w")).initial;
-  EXPECT_EQ(std::vector<float>(w.data<float>(), w.data<float>() + 6),
-            (std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f}));
-  EXPECT_TRUE(std::signbit(w.data<float>()[4]));
+  expect_add_model_weight(*g);
   const Tensor& b = *g->value(g->find_value("bool_raw")).initial;
   const auto* bytes = reinterpret_cast<const unsigned char*>(b.raw());
   EXPECT_EQ(std::vector<int>(bytes, bytes + 4), (std::vector<int>{0, 1, 1, 1}));
@@ -357,7 +368,7 @@ TEST_F(ModelFile, ExternalDataIsReadFromItsFileAsTheLoaderReadsIt) {
       e->set_value(v);
     }
   };
-  const std::string data = std::string(4, '\x7f') + raw<float>({1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f}) +
+  const std::string data = std::string(4, '\x7f') + raw<float>(add_model_weight()) +
                            raw<int64_t>({3, -9}) + raw<float>({0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f});
   write_bytes(dir_ / "weights.bin", data);
   onnx::ModelProto m = add_model();
@@ -386,9 +397,7 @@ TEST_F(ModelFile, ExternalDataIsReadFromItsFileAsTheLoaderReadsIt) {
   ASSERT_TRUE(expect_file_path_matches_protobuf(path));
   auto g = import_onnx_file(path.string(), every_tensor_from_the_file());
   ASSERT_TRUE(g.is_ok()) << g.message();
-  const Tensor& w = *g->value(g->find_value("w")).initial;
-  EXPECT_EQ(std::vector<float>(w.data<float>(), w.data<float>() + 6),
-            (std::vector<float>{1.5f, -2.0f, 3.25f, 0.0f, -0.0f, 7.0f}));
+  expect_add_model_weight(*g);
   EXPECT_EQ(g->value(g->find_value("ints")).initial->to_int_vector(), (std::vector<int64_t>{3, -9}));
 
   // Refused as the loader refuses it, whichever path reads it.
