@@ -9,11 +9,12 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "util/one_line.h"
 #include "util/version.h"
 
 namespace grist::cli {
 int fail(const std::string& message) {
-  std::fprintf(stderr, "grist: error: %s\n", message.c_str());
+  std::fprintf(stderr, "grist: error: %s\n", grist::one_line(message).c_str());
   return kExitError;
 }
 }  // namespace grist::cli

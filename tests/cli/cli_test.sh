@@ -14,6 +14,11 @@ expect "help explains the commands" 0 "hunt" -- "$GRIST" --help
 expect "no subcommand is a usage error" 2 "subcommand" -- "$GRIST"
 expect "run help lists --input" 0 "--input" -- "$GRIST" run --help
 expect "missing model file" 2 "error: .*nonexistent.onnx: cannot open" -- "$GRIST" run "$TMP/nonexistent.onnx"
+# A name or path holding a newline stays inside its one error line (written \n), so it cannot forge a second one.
+NL_MODEL="$TMP/bad
+grist: error: name.onnx"
+expect "a newline in a path is escaped in the error" 2 "^grist: error: .*bad\\\\ngrist: error: name.onnx: cannot open" -- "$GRIST" run "$NL_MODEL"
+expect "that error is one line" 0 "^1$" -- bash -c '"$1" run "$2" 2>&1 | wc -l' _ "$GRIST" "$NL_MODEL"
 expect "a folder given as the model" 2 "is a folder, not an ONNX file" -- "$GRIST" scan "$TMP"
 mkfifo "$TMP/pipe.onnx"
 expect "a pipe given as the model (no hang)" 2 "not a regular file" -- timeout 10 "$GRIST" run "$TMP/pipe.onnx"
