@@ -9,6 +9,7 @@
 
 #include "data/test_files.h"
 #include "onnx/import.h"
+#include "support/model_protos.h"
 
 namespace grist {
 namespace {
@@ -18,21 +19,8 @@ using testing::ScratchDir;
 
 // y = x + W with W (3 floats) stored in `location` at `offset`; `length` < 0 leaves the key out.
 onnx::ModelProto add_model(const std::string& location, int64_t offset = 0, int64_t length = 12) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  for (auto* v : {g->add_input(), g->add_output()}) {
-    v->set_name(v == &g->input(0) ? "x" : "y");
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
-  }
-  auto* w = g->add_initializer();
-  w->set_name("W");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(3);
+  onnx::ModelProto m = testing::one_node_proto("Add", {"x", "W"}, {3}, 13);
+  auto* w = testing::add_float_initializer(m, "W", {3});
   w->set_data_location(onnx::TensorProto::EXTERNAL);
   auto entry = [&](const std::string& k, const std::string& v) {
     auto* e = w->add_external_data();
@@ -42,11 +30,6 @@ onnx::ModelProto add_model(const std::string& location, int64_t offset = 0, int6
   entry("location", location);
   entry("offset", std::to_string(offset));
   if (length >= 0) entry("length", std::to_string(length));
-  auto* n = g->add_node();
-  n->set_op_type("Add");
-  n->add_input("x");
-  n->add_input("W");
-  n->add_output("y");
   return m;
 }
 

@@ -7,11 +7,14 @@
 #include "engine/executor.h"
 #include "onnx/import.h"
 #include "onnx/tensor_proto.h"
+#include "support/model_protos.h"
 
 #include <onnx/onnx_pb.h>
 
 using namespace grist;
 namespace fs = std::filesystem;
+using grist::testing::add_float_initializer;
+using grist::testing::one_node_proto;
 
 namespace {
 const fs::path kModels = fs::path(GRIST_SOURCE_DIR) / "tests/models";
@@ -24,32 +27,16 @@ std::string read_bytes(const fs::path& p) {
 // A one-node model y = op(x[, w]) with a 1x1x4x4 input, serialized, for attributes that must be refused.
 std::string one_node_model(const std::string& op, const std::string& attribute, std::vector<int64_t> values,
                            bool with_weight) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  auto add_info = [](onnx::ValueInfoProto* v, const std::string& name, std::vector<int64_t> dims) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  add_info(g->add_input(), "x", {1, 1, 4, 4});
-  add_info(g->add_output(), "y", {});
-  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("n");
-  auto* n = g->add_node();
-  n->set_op_type(op);
-  n->add_input("x");
+  const std::vector<std::string> inputs = with_weight ? std::vector<std::string>{"x", "w"} : std::vector<std::string>{"x"};
+  onnx::ModelProto m = one_node_proto(op, inputs, {1, 1, 4, 4}, 13);
+  auto* y_shape = m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  y_shape->clear_dim();
+  y_shape->add_dim()->set_dim_param("n");
   if (with_weight) {
-    n->add_input("w");
-    auto* w = g->add_initializer();
-    w->set_name("w");
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : {1, 1, 2, 2}) w->add_dims(d);
+    auto* w = add_float_initializer(m, "w", {1, 1, 2, 2});
     for (int i = 0; i < 4; ++i) w->add_float_data(1.0f);
   }
-  n->add_output("y");
+  auto* n = m.mutable_graph()->mutable_node(0);
   auto* a = n->add_attribute();
   a->set_name(attribute);
   a->set_type(onnx::AttributeProto::INTS);
@@ -155,26 +142,10 @@ TEST(Import, BoolRawDataOtherThanZeroOrOneReadsAsTrue) {
 // "ai.onnx" is the default domain spelt out: a node so marked is a standard op at the default domain's opset.
 // Softmax(axis=0) shows the opset: from 13 it normalises each column, before 13 the whole flattened tensor.
 TEST(Import, TheDefaultDomainSpeltOutIsTheStandardOpsAtTheirOpset) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  auto* opset = m.add_opset_import();
-  opset->set_domain("ai.onnx");
-  opset->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  for (auto* v : {g->add_input(), g->add_output()}) {
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
-  }
-  g->mutable_input(0)->set_name("x");
-  g->mutable_output(0)->set_name("y");
-  auto* n = g->add_node();
-  n->set_op_type("Softmax");
+  onnx::ModelProto m = one_node_proto("Softmax", {"x"}, {2, 3}, 13);
+  m.mutable_opset_import(0)->set_domain("ai.onnx");
+  auto* n = m.mutable_graph()->mutable_node(0);
   n->set_domain("ai.onnx");
-  n->add_input("x");
-  n->add_output("y");
   auto* axis = n->add_attribute();
   axis->set_name("axis");
   axis->set_type(onnx::AttributeProto::INT);

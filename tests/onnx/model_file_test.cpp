@@ -20,6 +20,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "onnx/import.h"
+#include "support/model_protos.h"
 
 using namespace grist;
 namespace fs = std::filesystem;
@@ -145,29 +146,8 @@ const std::vector<float>& add_model_weight() {
 
 // y = Add(x, w) over a 2x3 float input: the model the hand-made initializers below are added to.
 onnx::ModelProto add_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  auto* g = m.mutable_graph();
-  g->set_name("g");
-  for (auto* v : {g->add_input(), g->add_output()}) {
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    t->mutable_shape()->add_dim()->set_dim_value(2);
-    t->mutable_shape()->add_dim()->set_dim_value(3);
-  }
-  g->mutable_input(0)->set_name("x");
-  g->mutable_output(0)->set_name("y");
-  auto* n = g->add_node();
-  n->set_op_type("Add");
-  n->add_input("x");
-  n->add_input("w");
-  n->add_output("y");
-  auto* w = g->add_initializer();
-  w->set_name("w");
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  w->add_dims(2);
-  w->add_dims(3);
+  onnx::ModelProto m = grist::testing::one_node_proto("Add", {"x", "w"}, {2, 3}, 17);
+  auto* w = grist::testing::add_float_initializer(m, "w", {2, 3});
   const std::vector<float>& values = add_model_weight();
   w->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
   return m;
