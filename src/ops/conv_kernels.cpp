@@ -29,9 +29,19 @@ constexpr int kBlockCols = 4;
 // How far ahead of the loads each weight row is prefetched.
 constexpr int64_t kPrefetchBytes = 1024;
 
-// y[r·ldy + j] += Σ_c w[r·k + c] · t[j·k + c] for r < R, j < C.
+// The start value of row r (0 without start values), and the start values from row i on.
+template <class T>
+T start_of(const T* start, int64_t r) {
+  return start ? start[r] : T(0);
+}
+template <class T>
+const T* rows_from(const T* start, int64_t i) {
+  return start ? start + i : nullptr;
+}
+
+// y[r·ldy + j] = start[r] + Σ_c w[r·k + c] · t[j·k + c] for r < R, j < C.
 template <class T, int R, int C, bool Prefetch>
-void block(const T* w, const T* t, int64_t k, int64_t ldy, T* y) {
+void block(const T* w, const T* t, int64_t k, int64_t ldy, const T* start, T* y) {
   using P = Packet<T>;
   constexpr int64_t lanes = ei::packet_traits<T>::size;
   constexpr int64_t ahead = kPrefetchBytes / static_cast<int64_t>(sizeof(T));
@@ -55,25 +65,27 @@ void block(const T* w, const T* t, int64_t k, int64_t ldy, T* y) {
     GRIST_UNROLL for (int j = 0; j < C; ++j) {
       T sum = ei::predux(acc[r][j]);
       for (int64_t c = vectorised; c < k; ++c) sum += w[r * k + c] * t[j * k + c];
-      y[r * ldy + j] += sum;
+      y[r * ldy + j] = start_of(start, r) + sum;
     }
 }
 
 // R weight rows against every row of t: the first block of columns streams the rows in (prefetching), the others
 // find them in cache.
 template <class T, int R>
-void row_block(const T* w, const T* t, int64_t k, int64_t p, T* y) {
+void row_block(const T* w, const T* t, int64_t k, int64_t p, const T* start, T* y) {
   int64_t j = 0;
   if (p >= kBlockCols) {
-    block<T, R, kBlockCols, true>(w, t, k, p, y);
-    for (j = kBlockCols; j + kBlockCols <= p; j += kBlockCols) block<T, R, kBlockCols, false>(w, t + j * k, k, p, y + j);
+    block<T, R, kBlockCols, true>(w, t, k, p, start, y);
+    for (j = kBlockCols; j + kBlockCols <= p; j += kBlockCols)
+      block<T, R, kBlockCols, false>(w, t + j * k, k, p, start, y + j);
   }
   const bool first = j == 0;
   const T* tj = t + j * k;
+  T* yj = y + j;
   switch (p - j) {
-    case 1: return first ? block<T, R, 1, true>(w, tj, k, p, y + j) : block<T, R, 1, false>(w, tj, k, p, y + j);
-    case 2: return first ? block<T, R, 2, true>(w, tj, k, p, y + j) : block<T, R, 2, false>(w, tj, k, p, y + j);
-    case 3: return first ? block<T, R, 3, true>(w, tj, k, p, y + j) : block<T, R, 3, false>(w, tj, k, p, y + j);
+    case 1: return first ? block<T, R, 1, true>(w, tj, k, p, start, yj) : block<T, R, 1, false>(w, tj, k, p, start, yj);
+    case 2: return first ? block<T, R, 2, true>(w, tj, k, p, start, yj) : block<T, R, 2, false>(w, tj, k, p, start, yj);
+    case 3: return first ? block<T, R, 3, true>(w, tj, k, p, start, yj) : block<T, R, 3, false>(w, tj, k, p, start, yj);
     default: return;
   }
   static_assert(kBlockCols == 4, "the switch above covers the remainders of 4");
@@ -87,13 +99,13 @@ constexpr int kWideRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 2 : 1;
 constexpr int64_t kWidestBlock = 9;
 
 template <class T, int R>
-void wide_row_block(const T* w, const T* t, int64_t k, int64_t p, T* y) {
+void wide_row_block(const T* w, const T* t, int64_t k, int64_t p, const T* start, T* y) {
   switch (p) {
-    case 5: return block<T, R, 5, true>(w, t, k, p, y);
-    case 6: return block<T, R, 6, true>(w, t, k, p, y);
-    case 7: return block<T, R, 7, true>(w, t, k, p, y);
-    case 8: return block<T, R, 8, true>(w, t, k, p, y);
-    case 9: return block<T, R, 9, true>(w, t, k, p, y);
+    case 5: return block<T, R, 5, true>(w, t, k, p, start, y);
+    case 6: return block<T, R, 6, true>(w, t, k, p, start, y);
+    case 7: return block<T, R, 7, true>(w, t, k, p, start, y);
+    case 8: return block<T, R, 8, true>(w, t, k, p, start, y);
+    case 9: return block<T, R, 9, true>(w, t, k, p, start, y);
     default: return;
   }
 }
@@ -102,14 +114,14 @@ void wide_row_block(const T* w, const T* t, int64_t k, int64_t p, T* y) {
 constexpr int kTileRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 8 : 4;
 constexpr int kTilePackets = 2;
 
-// y[r·ldy + q] += Σ_c w[r·k + c] · b[c·ldb + q] for r < R and the NP packets of columns q from 0.
+// y[r·ldy + q] = start[r] + Σ_c w[r·k + c] · b[c·ldb + q] for r < R and the NP packets of columns q from 0.
 template <class T, int R, int NP>
-void tile(const T* w, const T* b, int64_t ldb, int64_t k, T* y, int64_t ldy) {
+void tile(const T* w, const T* b, int64_t ldb, int64_t k, const T* start, T* y, int64_t ldy) {
   using P = Packet<T>;
   constexpr int64_t lanes = ei::packet_traits<T>::size;
   P acc[R][NP];
   GRIST_UNROLL for (int r = 0; r < R; ++r)
-    GRIST_UNROLL for (int q = 0; q < NP; ++q) acc[r][q] = ei::ploadu<P>(y + r * ldy + q * lanes);
+    GRIST_UNROLL for (int q = 0; q < NP; ++q) acc[r][q] = ei::pset1<P>(start_of(start, r));
   for (int64_t c = 0; c < k; ++c) {
     P bv[NP];
     GRIST_UNROLL for (int q = 0; q < NP; ++q) bv[q] = ei::ploadu<P>(b + c * ldb + q * lanes);
@@ -134,11 +146,12 @@ using FloatMask = uint8_t;
 
 #ifdef GRIST_MASKED_FLOAT
 template <int R>
-void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t cols, float* y, int64_t ldy) {
+void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t cols, const float* start, float* y,
+                 int64_t ldy) {
   using P = Packet<float>;
   const auto mask = static_cast<FloatMask>((1u << cols) - 1);
   P acc[R];
-  GRIST_UNROLL for (int r = 0; r < R; ++r) acc[r] = ei::ploadu<P>(y + r * ldy, mask);
+  GRIST_UNROLL for (int r = 0; r < R; ++r) acc[r] = ei::pset1<P>(start_of(start, r));
   for (int64_t c = 0; c < k; ++c) {
     const P bv = ei::ploadu<P>(b + c * ldb, mask);
     GRIST_UNROLL for (int r = 0; r < R; ++r) acc[r] = ei::pmadd(ei::pset1<P>(w[r * k + c]), bv, acc[r]);
@@ -149,10 +162,11 @@ void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t
 
 // The columns past the last whole packet, one at a time.
 template <class T>
-void column_tail(const T* w, const T* b, int64_t ldb, int64_t rows, int64_t k, int64_t cols, T* y, int64_t ldy) {
+void column_tail(const T* w, const T* b, int64_t ldb, int64_t rows, int64_t k, int64_t cols, const T* start, T* y,
+                 int64_t ldy) {
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t q = 0; q < cols; ++q) {
-      T sum = y[r * ldy + q];
+      T sum = start_of(start, r);
       for (int64_t c = 0; c < k; ++c) sum += w[r * k + c] * b[c * ldb + q];
       y[r * ldy + q] = sum;
     }
@@ -160,45 +174,52 @@ void column_tail(const T* w, const T* b, int64_t ldb, int64_t rows, int64_t k, i
 
 // R weight rows against all n columns: wide tiles, then one packet, then single columns.
 template <class T, int R>
-void tile_row_block(const T* w, const T* b, int64_t ldb, int64_t k, int64_t n, T* y, int64_t ldy) {
+void tile_row_block(const T* w, const T* b, int64_t ldb, int64_t k, int64_t n, const T* start, T* y, int64_t ldy) {
   constexpr int64_t lanes = ei::packet_traits<T>::size, wide = lanes * kTilePackets;
   int64_t q = 0;
-  for (; q + wide <= n; q += wide) tile<T, R, kTilePackets>(w, b + q, ldb, k, y + q, ldy);
-  for (; q + lanes <= n; q += lanes) tile<T, R, 1>(w, b + q, ldb, k, y + q, ldy);
+  for (; q + wide <= n; q += wide) tile<T, R, kTilePackets>(w, b + q, ldb, k, start, y + q, ldy);
+  for (; q + lanes <= n; q += lanes) tile<T, R, 1>(w, b + q, ldb, k, start, y + q, ldy);
   if (q == n) return;
 #ifdef GRIST_MASKED_FLOAT
-  if constexpr (std::is_same_v<T, float>) return masked_tile<R>(w, b + q, ldb, k, n - q, y + q, ldy);
+  if constexpr (std::is_same_v<T, float>) return masked_tile<R>(w, b + q, ldb, k, n - q, start, y + q, ldy);
 #endif
-  column_tail(w, b + q, ldb, R, k, n - q, y + q, ldy);
+  column_tail(w, b + q, ldb, R, k, n - q, start, y + q, ldy);
 }
 
 }  // namespace
 
 template <class T>
-void tile_product(const T* w, const T* b, int64_t ldb, int64_t m, int64_t k, int64_t n, T* y, int64_t ldy) {
+void tile_product(const T* w, const T* b, int64_t ldb, int64_t m, int64_t k, int64_t n, const T* start, T* y,
+                  int64_t ldy) {
   int64_t i = 0;
-  for (; i + kTileRows <= m; i += kTileRows) tile_row_block<T, kTileRows>(w + i * k, b, ldb, k, n, y + i * ldy, ldy);
-  for (; i < m; ++i) tile_row_block<T, 1>(w + i * k, b, ldb, k, n, y + i * ldy, ldy);
+  for (; i + kTileRows <= m; i += kTileRows)
+    tile_row_block<T, kTileRows>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
+  for (; i < m; ++i) tile_row_block<T, 1>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
 }
 
 template <class T>
-void dot_product_rows(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y) {
+void dot_product_rows(const T* w, const T* t, int64_t m, int64_t k, int64_t p, const T* start, T* y) {
   int64_t i = 0;
   if (p > kBlockCols && p <= kWidestBlock) {
-    for (; i + kWideRows <= m; i += kWideRows) wide_row_block<T, kWideRows>(w + i * k, t, k, p, y + i * p);
-    for (; i < m; ++i) wide_row_block<T, 1>(w + i * k, t, k, p, y + i * p);
+    for (; i + kWideRows <= m; i += kWideRows)
+      wide_row_block<T, kWideRows>(w + i * k, t, k, p, rows_from(start, i), y + i * p);
+    for (; i < m; ++i) wide_row_block<T, 1>(w + i * k, t, k, p, rows_from(start, i), y + i * p);
     return;
   }
-  for (; i + kBlockRows <= m; i += kBlockRows) row_block<T, kBlockRows>(w + i * k, t, k, p, y + i * p);
-  for (; i < m; ++i) row_block<T, 1>(w + i * k, t, k, p, y + i * p);
+  for (; i + kBlockRows <= m; i += kBlockRows)
+    row_block<T, kBlockRows>(w + i * k, t, k, p, rows_from(start, i), y + i * p);
+  for (; i < m; ++i) row_block<T, 1>(w + i * k, t, k, p, rows_from(start, i), y + i * p);
 }
 
-template void dot_product_rows<float>(const float*, const float*, int64_t, int64_t, int64_t, float*);
-template void dot_product_rows<double>(const double*, const double*, int64_t, int64_t, int64_t, double*);
+template void dot_product_rows<float>(const float*, const float*, int64_t, int64_t, int64_t, const float*, float*);
+template void dot_product_rows<double>(const double*, const double*, int64_t, int64_t, int64_t, const double*,
+                                       double*);
 
 }  // namespace grist
 
 namespace grist {
-template void tile_product<float>(const float*, const float*, int64_t, int64_t, int64_t, int64_t, float*, int64_t);
-template void tile_product<double>(const double*, const double*, int64_t, int64_t, int64_t, int64_t, double*, int64_t);
+template void tile_product<float>(const float*, const float*, int64_t, int64_t, int64_t, int64_t, const float*, float*,
+                                  int64_t);
+template void tile_product<double>(const double*, const double*, int64_t, int64_t, int64_t, int64_t, const double*,
+                                   double*, int64_t);
 }  // namespace grist

@@ -647,12 +647,18 @@ void reserve_chunk_slots(NodeState& state, size_t base, int64_t chunks) {
   for (int64_t c = 1; c < chunks; ++c) state.slot(chunk_slot(base, c));
 }
 
-// y (m × p) += w (m × k) · tᵀ for p <= kNarrowGrid, t = colsᵀ (p × k): dot_product_rows over chunks of weight rows.
-// Each weight is read once, from contiguous memory.
+// The start values (Conv's bias) from row r0 on; none without a bias.
 template <class T>
-void narrow_product(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* y) {
+const T* start_rows(const T* bias, int64_t r0) {
+  return bias ? bias + r0 : nullptr;
+}
+
+// y (m × p) = bias + w (m × k) · tᵀ for p <= kNarrowGrid, t = colsᵀ (p × k): dot_product_rows over chunks of weight
+// rows. Each weight is read once, from contiguous memory.
+template <class T>
+void narrow_product(const T* w, const T* t, int64_t m, int64_t k, int64_t p, const T* bias, T* y) {
   parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
-    dot_product_rows(w + r0 * k, t, r1 - r0, k, p, y + r0 * p);
+    dot_product_rows(w + r0 * k, t, r1 - r0, k, p, start_rows(bias, r0), y + r0 * p);
   });
 }
 
@@ -661,23 +667,24 @@ void narrow_product(const T* w, const T* t, int64_t m, int64_t k, int64_t p, T* 
 // from beyond the L2 cache for every block of weight rows, take Eigen's cache-blocked GEMM.
 constexpr int64_t kTileProductBytes = int64_t{1} << 20;
 
-// y (m × p) += w (m × k) · cols (k × p), split over chunks of columns when p > m (with Eigen, each chunk packs all
-// of w, the smaller operand), else of rows (each packs all of cols). Each output is one chunk's, its sum the same
-// product's.
+// y (m × p) = bias + w (m × k) · cols (k × p), split over chunks of columns when p > m (with Eigen, each chunk packs
+// all of w, the smaller operand), else of rows (each packs all of cols). Each output is one chunk's, its sum the
+// same product's. tile_product starts each row's sums from its bias; Eigen's GEMM adds onto the bias filled in.
 template <class T>
-void split_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, T* y) {
+void split_product(const T* w, const T* cols, int64_t m, int64_t k, int64_t p, const T* bias, T* y) {
   if (k * p * static_cast<int64_t>(sizeof(T)) <= kTileProductBytes) {
     if (p > m) {
       parallel_for(p, grain_for(m * k), [&](int64_t, int64_t c0, int64_t c1) {
-        tile_product(w, cols + c0, p, m, k, c1 - c0, y + c0, p);
+        tile_product(w, cols + c0, p, m, k, c1 - c0, bias, y + c0, p);
       });
     } else {
       parallel_for(m, grain_for(k * p), [&](int64_t, int64_t r0, int64_t r1) {
-        tile_product(w + r0 * k, cols, p, r1 - r0, k, p, y + r0 * p, p);
+        tile_product(w + r0 * k, cols, p, r1 - r0, k, p, start_rows(bias, r0), y + r0 * p, p);
       });
     }
     return;
   }
+  fill_channels(bias, m, p, y);
   using Strided = Eigen::OuterStride<>;
   if (p > m) {
     parallel_for(p, grain_for(m * k), [&](int64_t, int64_t c0, int64_t c1) {
@@ -725,12 +732,12 @@ void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bia
       cols = col;
     }
     T* y = out + b.grid_offset;
-    fill_channels(bias ? bias + b.group * cs.grid_channels : nullptr, cs.grid_channels, p, y);
+    const T* group_bias = bias ? bias + b.group * cs.grid_channels : nullptr;
     if (narrow) {
       if (!rows_direct) MatrixMap<T>(transposed, p, k) = ConstMatrixMap<T>(cols, k, p).transpose();
-      narrow_product(w + b.weight_offset, transposed, cs.grid_channels, k, p, y);
+      narrow_product(w + b.weight_offset, transposed, cs.grid_channels, k, p, group_bias, y);
     } else {
-      split_product(w + b.weight_offset, cols, cs.grid_channels, k, p, y);
+      split_product(w + b.weight_offset, cols, cs.grid_channels, k, p, group_bias, y);
     }
   });
 }

@@ -4,6 +4,7 @@
 // which must not be flushed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,20 +30,20 @@ void expect_matches(double got, double want, double magnitude, double tol, const
 
 enum class Kernel { DotProductRows, TileProduct };
 
-// y (m × p) += w (m × k) · tᵀ through either kernel: tile_product gets b = tᵀ (k × p) with rows `pad` wider than p,
-// y too (padding that a kernel running past its n columns would change), so that reading rows `n` apart shows too.
+// y (m × p) = start + w (m × k) · tᵀ through either kernel (start: one value per row, or null for 0): tile_product
+// gets b = tᵀ (k × p) with rows `pad` wider than p, y too (padding that a kernel running past its n columns would
+// change), so that reading rows `n` apart shows too. y comes in holding a sentinel: the kernels write, not add.
 template <class T>
 void run_kernel(Kernel kernel, const std::vector<T>& w, const std::vector<T>& t, int64_t m, int64_t k, int64_t p,
-                std::vector<T>& y) {
-  if (kernel == Kernel::DotProductRows) return dot_product_rows(w.data(), t.data(), m, k, p, y.data());
-  const int64_t pad = 3, ld = p + pad;
+                const T* start, std::vector<T>& y) {
   const T sentinel = 12345;
+  std::fill(y.begin(), y.end(), sentinel);
+  if (kernel == Kernel::DotProductRows) return dot_product_rows(w.data(), t.data(), m, k, p, start, y.data());
+  const int64_t pad = 3, ld = p + pad;
   std::vector<T> b(static_cast<size_t>(k * ld), T(1)), wide(static_cast<size_t>(m * ld), sentinel);
   for (int64_t c = 0; c < k; ++c)
     for (int64_t j = 0; j < p; ++j) b[static_cast<size_t>(c * ld + j)] = t[static_cast<size_t>(j * k + c)];
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < p; ++j) wide[static_cast<size_t>(i * ld + j)] = y[static_cast<size_t>(i * p + j)];
-  tile_product(w.data(), b.data(), ld, m, k, p, wide.data(), ld);
+  tile_product(w.data(), b.data(), ld, m, k, p, start, wide.data(), ld);
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < p; ++j) y[static_cast<size_t>(i * p + j)] = wide[static_cast<size_t>(i * ld + j)];
     for (int64_t j = p; j < ld; ++j) EXPECT_EQ(wide[static_cast<size_t>(i * ld + j)], sentinel) << "wrote past n";
@@ -52,10 +53,14 @@ void run_kernel(Kernel kernel, const std::vector<T>& w, const std::vector<T>& t,
 template <class T>
 void check_kernel(Kernel kernel, int64_t m, int64_t k, int64_t p, Rng& rng, bool specials) {
   std::vector<T> w(static_cast<size_t>(m * k)), t(static_cast<size_t>(p * k)), y(static_cast<size_t>(m * p));
+  std::vector<T> start(static_cast<size_t>(m));
   auto uniform = [&] { return static_cast<T>(static_cast<double>(rng.next() % 2001) / 1000.0 - 1.0); };
   for (T& v : w) v = uniform();
   for (T& v : t) v = uniform();
-  for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<T>(i % 7) - 3;  // the kernel adds to y
+  for (size_t i = 0; i < start.size(); ++i) start[i] = static_cast<T>(i % 7) - 3;  // each row's sums start there
+  // Every other case without start values (Conv without a bias): the sums start from 0.
+  const bool with_start = rng.next() % 2 == 0;
+  if (!with_start) std::fill(start.begin(), start.end(), T(0));
   if (specials) {
     // Infinities and NaN in t, at positions in and out of the vectorised part; zero weights in the same columns of
     // some rows (0 · inf = NaN), and opposite infinities in one row (inf − inf = NaN).
@@ -69,12 +74,11 @@ void check_kernel(Kernel kernel, int64_t m, int64_t k, int64_t p, Rng& rng, bool
     w[static_cast<size_t>((m - 1) * k)] = static_cast<T>(kInf);
     w[static_cast<size_t>((m - 1) * k + k - 1)] = static_cast<T>(k > 1 ? -kInf : kInf);
   }
-  const std::vector<T> y0 = y;
-  run_kernel(kernel, w, t, m, k, p, y);
+  run_kernel(kernel, w, t, m, k, p, with_start ? start.data() : nullptr, y);
   const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-13;
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < p; ++j) {
-      double sum = static_cast<double>(y0[static_cast<size_t>(i * p + j)]), magnitude = std::fabs(sum);
+      double sum = static_cast<double>(start[static_cast<size_t>(i)]), magnitude = std::fabs(sum);
       for (int64_t c = 0; c < k; ++c) {
         const double term = static_cast<double>(w[static_cast<size_t>(i * k + c)]) *
                             static_cast<double>(t[static_cast<size_t>(j * k + c)]);
@@ -133,12 +137,12 @@ TEST(ConvKernel, DotProductRowsKeepsDenormals) {
   const float tiny = std::numeric_limits<float>::denorm_min() * 1024;
   for (int64_t k : {1, 16, 17}) {
     std::vector<float> w(static_cast<size_t>(k), 0.5f), t(static_cast<size_t>(k), tiny);
-    float y = 0;
-    dot_product_rows(w.data(), t.data(), 1, k, 1, &y);
+    float y = 1;
+    dot_product_rows<float>(w.data(), t.data(), 1, k, 1, nullptr, &y);
     EXPECT_EQ(y, static_cast<float>(k) * tiny * 0.5f) << "k=" << k;
     std::vector<float> tw(static_cast<size_t>(k), tiny), one(static_cast<size_t>(k), 1.0f);
-    y = 0;
-    dot_product_rows(tw.data(), one.data(), 1, k, 1, &y);
+    y = 1;
+    dot_product_rows<float>(tw.data(), one.data(), 1, k, 1, nullptr, &y);
     EXPECT_EQ(y, static_cast<float>(k) * tiny) << "k=" << k;
   }
 }
@@ -196,10 +200,16 @@ void set_element(Tensor& t, int64_t i, double v) {
   }
 }
 
-void check_conv(const ConvCase& c, DType dtype, bool specials) {
+// With `bias` false the node has no B input (the kernels' sums then start from 0, the reference's from b = 0).
+void check_conv(const ConvCase& c, DType dtype, bool specials, bool bias = true) {
   Rng rng(23);
   Tensor x = random_tensor(rng, c.x, -1, 1, dtype), w = random_tensor(rng, c.w, -1, 1, dtype);
   Tensor b = random_tensor(rng, {c.w[0]}, -1, 1, dtype);
+  if (!bias) {
+    for (int64_t i = 0; i < b.numel(); ++i) set_element(b, i, 0.0);
+  } else if (specials) {
+    set_element(b, b.numel() - 1, -kInf);  // the last channel's sums start from −inf
+  }
   if (specials) {
     const double values[] = {kNaN, kInf, -kInf};
     for (int i = 0; i < 6; ++i) {
@@ -218,7 +228,7 @@ void check_conv(const ConvCase& c, DType dtype, bool specials) {
                                          {"strides", attr_ints(c.strides)},
                                          {"pads", attr_ints(c.pads)},
                                          {"dilations", attr_ints(c.dilations)}}),
-                      {x, w, b});
+                      bias ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x, w});
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].shape(), shape) << c.name;
   const double tol = dtype == DType::Float32 ? 1e-5 : 1e-13;
@@ -285,6 +295,14 @@ TEST(ConvKernel, ConvPropagatesNaNAndInfinitiesLikeNaiveConvolution) {
   for (const ConvCase& c : conv_cases()) {
     check_conv(c, DType::Float32, true);
     check_conv(c, DType::Float64, true);
+  }
+}
+
+TEST(ConvKernel, ConvWithoutBiasMatchesNaiveConvolution) {
+  for (const ConvCase& c : conv_cases()) {
+    check_conv(c, DType::Float32, false, false);
+    check_conv(c, DType::Float32, true, false);
+    check_conv(c, DType::Float64, true, false);
   }
 }
 
