@@ -479,6 +479,26 @@ void im2col_table(const T* image, int64_t channels, const WindowGeometry& g, T* 
     for (int64_t tap = 0; tap < taps; ++tap)
       by_tap[static_cast<size_t>(tap * p + point)] = by_point[static_cast<size_t>(point * taps + tap)];
   T* row = col;
+#if defined(__AVX512F__)
+  // Floats, 16 points at a time: one masked gather, the padding's lanes not read and left 0 (resnet18's layer3 3×3
+  // convs 0.142–0.154 → 0.124–0.139 ms each in order).
+  if constexpr (std::is_same_v<T, float>) {
+    if (p % 16 == 0 && image_size <= std::numeric_limits<int32_t>::max()) {
+      std::array<int32_t, kIm2colTablePairs> narrow;
+      for (size_t i = 0; i < static_cast<size_t>(taps * p); ++i) narrow[i] = static_cast<int32_t>(by_tap[i]);
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* xc = image + c * image_size;
+        for (int64_t tap = 0; tap < taps; ++tap)
+          for (int64_t point = 0; point < p; point += 16, row += 16) {
+            const __m512i idx = _mm512_loadu_si512(narrow.data() + tap * p + point);
+            const __mmask16 inside = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512());
+            _mm512_storeu_ps(row, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), inside, idx, xc, 4));
+          }
+      }
+      return;
+    }
+  }
+#endif
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = image + c * image_size;
     for (int64_t tap = 0; tap < taps; ++tap, row += p) {

@@ -255,6 +255,11 @@ std::vector<ConvCase> conv_cases() {
       {"grid8", {1, 17, 2, 4}, {7, 17, 1, 1}},
       {"grid12", {1, 5, 3, 4}, {7, 5, 1, 1}},
       {"grid25_dilated", {1, 6, 9, 9}, {10, 6, 3, 3}, 1, {1, 1}, {0, 0, 0, 0}, {2, 2}},
+      // im2col through the offset table (<= 256 point × kernel-offset pairs): 16 and 32 points (one and two gathers
+      // of 16 with AVX-512) with padding on every side or on two, and 20 points (the scalar loop).
+      {"table_grid16_3x3_pad", {1, 9, 4, 4}, {10, 9, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}},
+      {"table_grid32_strided_pad", {1, 5, 8, 16}, {6, 5, 2, 2}, 1, {2, 2}, {1, 0, 0, 1}},
+      {"table_grid20_pad", {2, 3, 4, 5}, {4, 3, 3, 3}, 1, {1, 1}, {1, 1, 1, 1}},
       // Stride 1 "same" convolutions (im2col copies whole kernel-offset rows at once): dilated, asymmetric pads,
       // a kernel column entirely in the padding, a grid of one row.
       {"same_dilated", {1, 3, 7, 5}, {4, 3, 3, 3}, 1, {1, 1}, {2, 2, 2, 2}, {2, 2}},
