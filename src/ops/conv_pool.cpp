@@ -463,46 +463,66 @@ void im2col_2d(const T* image, int64_t channels, const WindowGeometry& g, T* col
       }
 }
 
-// im2col for small 2-D grids (≤ kIm2colTablePairs point × kernel-offset pairs): one table look-up per value, as in
-// im2row_2d, instead of im2col_2d's per-row set-up (a memset or two, and a memmove of the row's few values). In order,
-// resnet18's layer3 at 64×64 (16 points, 2,304 rows of the column matrix per 3×3 conv) went 0.156–0.165 → 0.138–0.145
-// ms a conv. Up to 1,024 pairs, its layer2 (8×8, stride 1) went 0.124–0.131 → 0.133–0.139, and up to 512
-// squeezenet1_1's 7×7 expand3x3 0.033 → 0.036: rows of 7-8 values already copy well.
+// im2col for small 2-D grids: one table look-up per value, as in im2row_2d, instead of im2col_2d's per-row set-up (a
+// memset or two, and a memmove of the row's few values). Scalar, up to kIm2colTablePairs point × kernel-offset
+// pairs: in order, resnet18's layer3 at 64×64 (16 points, 2,304 rows of the column matrix per 3×3 conv) went
+// 0.156–0.165 → 0.138–0.145 ms a conv; up to 1,024 pairs its layer2 (8×8, stride 1) went 0.124–0.131 → 0.133–0.139,
+// and up to 512 squeezenet1_1's 7×7 expand3x3 0.033 → 0.036: rows of 7-8 values already copy well. Floats with
+// AVX-512 gather 16 points at a time (masked: the padding's lanes are not read, and left 0), up to kIm2colGatherPairs
+// pairs: layer3's 3×3 convs then took 0.122–0.133 ms, layer2's 0.120–0.125 → 0.103–0.108 (its stride-2 conv1 0.071
+// → 0.051–0.057), squeezenet1_1's 7×7 expand3x3 0.035–0.040 → 0.030–0.035; up to 4,096 pairs resnet18's layer1
+// (16×16) was level and squeezenet1_1's 15×15 expand3x3 0.034 → 0.036–0.038.
 constexpr int64_t kIm2colTablePairs = 256;
+constexpr int64_t kIm2colGatherPairs = 1024;
+#if defined(__AVX512F__)
+template <class T>
+constexpr bool kGathers = std::is_same_v<T, float>;
+#else
+template <class T>
+constexpr bool kGathers = false;
+#endif
+
+template <class T>
+bool table_im2col(const WindowGeometry& g) {
+  const int64_t pairs = g.grid_size() * g.kernel_size();
+  return g.rank == 2 && g.image_size() <= std::numeric_limits<int32_t>::max() &&
+         (pairs <= kIm2colTablePairs || (kGathers<T> && pairs <= kIm2colGatherPairs));
+}
 
 template <class T>
 void im2col_table(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
   const int64_t p = g.grid_size(), taps = g.kernel_size(), image_size = g.image_size();
-  std::array<int64_t, kIm2colTablePairs> by_point, by_tap;
-  window_offsets(g, by_point.data());
-  for (int64_t point = 0; point < p; ++point)
-    for (int64_t tap = 0; tap < taps; ++tap)
-      by_tap[static_cast<size_t>(tap * p + point)] = by_point[static_cast<size_t>(point * taps + tap)];
+  // by_tap[tap·p + point]: the point's input offset for the kernel offset, −1 in the padding.
+  std::array<int32_t, kIm2colGatherPairs> by_tap;
+  for (int64_t kh = 0, tap = 0; kh < g.kernel[0]; ++kh)
+    for (int64_t kw = 0; kw < g.kernel[1]; ++kw, ++tap)
+      for (int64_t oh = 0, point = 0; oh < g.grid[0]; ++oh)
+        for (int64_t ow = 0; ow < g.grid[1]; ++ow, ++point) {
+          const int64_t ih = oh * g.stride[0] - g.pad_begin[0] + kh * g.dilation[0];
+          const int64_t iw = ow * g.stride[1] - g.pad_begin[1] + kw * g.dilation[1];
+          const bool inside = ih >= 0 && ih < g.image[0] && iw >= 0 && iw < g.image[1];
+          by_tap[static_cast<size_t>(tap * p + point)] = inside ? static_cast<int32_t>(ih * g.image[1] + iw) : -1;
+        }
   T* row = col;
 #if defined(__AVX512F__)
-  // Floats, 16 points at a time: one masked gather, the padding's lanes not read and left 0 (resnet18's layer3 3×3
-  // convs 0.142–0.154 → 0.124–0.139 ms each in order).
-  if constexpr (std::is_same_v<T, float>) {
-    if (p % 16 == 0 && image_size <= std::numeric_limits<int32_t>::max()) {
-      std::array<int32_t, kIm2colTablePairs> narrow;
-      for (size_t i = 0; i < static_cast<size_t>(taps * p); ++i) narrow[i] = static_cast<int32_t>(by_tap[i]);
-      for (int64_t c = 0; c < channels; ++c) {
-        const float* xc = image + c * image_size;
-        for (int64_t tap = 0; tap < taps; ++tap)
-          for (int64_t point = 0; point < p; point += 16, row += 16) {
-            const __m512i idx = _mm512_loadu_si512(narrow.data() + tap * p + point);
-            const __mmask16 inside = _mm512_cmpge_epi32_mask(idx, _mm512_setzero_si512());
-            _mm512_storeu_ps(row, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), inside, idx, xc, 4));
-          }
-      }
-      return;
+  if constexpr (kGathers<T>) {
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* xc = image + c * image_size;
+      for (int64_t tap = 0; tap < taps; ++tap, row += p)
+        for (int64_t point = 0; point < p; point += 16) {
+          const auto lanes = static_cast<__mmask16>(p - point >= 16 ? 0xffff : (1u << (p - point)) - 1);
+          const __m512i idx = _mm512_maskz_loadu_epi32(lanes, by_tap.data() + tap * p + point);
+          const __mmask16 inside = _mm512_mask_cmpge_epi32_mask(lanes, idx, _mm512_setzero_si512());
+          _mm512_mask_storeu_ps(row + point, lanes, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), inside, idx, xc, 4));
+        }
     }
+    return;
   }
 #endif
   for (int64_t c = 0; c < channels; ++c) {
     const T* xc = image + c * image_size;
     for (int64_t tap = 0; tap < taps; ++tap, row += p) {
-      const int64_t* off = by_tap.data() + tap * p;
+      const int32_t* off = by_tap.data() + tap * p;
       for (int64_t point = 0; point < p; ++point) row[point] = off[point] < 0 ? T(0) : xc[off[point]];
     }
   }
@@ -512,7 +532,7 @@ template <class T>
 void im2col(const T* image, int64_t channels, const WindowGeometry& g, Tensor& scratch, T* col) {
   const int64_t grid_size = g.grid_size();
   if (grid_size == 0) return;
-  if (g.rank == 2 && grid_size * g.kernel_size() <= kIm2colTablePairs) return im2col_table(image, channels, g, col);
+  if (table_im2col<T>(g)) return im2col_table(image, channels, g, col);
   if (g.rank == 2 && g.kernel[1] <= kMaxIm2colKernelWidth) return im2col_2d(image, channels, g, col);
   const auto planes = window_planes<const T>(image, channels, g, true, scratch);
   for_each_column_row(planes, channels, g, [&](const T* plane, const SpatialArray& step, int64_t row) {
