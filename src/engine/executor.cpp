@@ -11,6 +11,7 @@
 #define GRIST_HAVE_MXCSR 1
 #endif
 
+#include "ops/in_place.h"
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
 #include "graph/constant_folding.h"
@@ -292,6 +293,34 @@ void Executor::release_dead_values(size_t n) {
   for (ValueId out : node.outputs) release(out);
 }
 
+namespace {
+
+// Node n's output 0 takes the buffer of an input no later node reads, where its kernel allows (ops/in_place.h): an
+// elementwise tail (BatchNormalization, Clip, Relu after a Conv) then rewrites data still in cache instead of
+// filling fresh pages. Only an intermediate value this node alone reads, in one slot: never a graph input, weight
+// or output (last_use keeps those), nor a value a later node reads. `in` then points at the output.
+bool lend_input(const Graph& g, size_t n, std::span<const int64_t> last_use, std::vector<Tensor>& values,
+                std::span<const Tensor*> in) {
+  const Node& node = g.nodes[n];
+  if (node.outputs.empty() || node.outputs[0] == kNoValue) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId v = node.inputs[i];
+    if (v == kNoValue || g.value(v).kind != ValueKind::Intermediate) continue;
+    const auto vi = static_cast<size_t>(v);
+    if (last_use[vi] != static_cast<int64_t>(n) || std::count(node.inputs.begin(), node.inputs.end(), v) != 1 ||
+        !values[vi].defined() || !may_compute_in_place(node, in, i))
+      continue;
+    Tensor& out = values[static_cast<size_t>(node.outputs[0])];
+    out = std::move(values[vi]);
+    values[vi] = Tensor{};
+    in[i] = &out;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status Executor::forward() {
   FlushDenormalsScope ftz(options_.flush_denormals);
   const Graph& g = *graph_;
@@ -319,64 +348,82 @@ Status Executor::forward() {
     for (auto& m : folds_) m.holds = false;
     fold_precision_ = options_.precision;
   }
-  nodes_run_ = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
-    auto& a = args_[n];
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      ValueId in = node.inputs[i];
-      if (in == kNoValue) {
-        a.in[i] = nullptr;
-        continue;
+  // Forward-only runs compute elementwise tails in place (lend_input). A node run in place has lost its input, so
+  // when the scan finds it the first producer of a NaN/Inf (whose report reads its inputs) the pass runs again
+  // with every output in a buffer of its own: same inputs, same random draws, same values; only that pass costs
+  // twice.
+  const bool in_place = options_.release_dead_values && options_.precision == Precision::Fp32;
+  const Rng start = rng_;
+  for (bool lend = in_place;; lend = false) {
+    bool lent_producer = false;
+    nodes_run_ = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const Node& node = g.nodes[n];
+      auto& a = args_[n];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        ValueId in = node.inputs[i];
+        if (in == kNoValue) {
+          a.in[i] = nullptr;
+          continue;
+        }
+        GRIST_CHECK(is_set_[static_cast<size_t>(in)], "node '{}' ({}) needs '{}', which was not given", node.name,
+                    node.op_type, g.value(in).name);
+        a.in[i] = &values_[static_cast<size_t>(in)];
       }
-      GRIST_CHECK(is_set_[static_cast<size_t>(in)], "node '{}' ({}) needs '{}', which was not given", node.name,
-                  node.op_type, g.value(in).name);
-      a.in[i] = &values_[static_cast<size_t>(in)];
-    }
-    if (fold && folds_[n].holds && fold_holds(n)) continue;
-    // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
-    folds_[n].holds = false;
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      ValueId out = node.outputs[o];
-      a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
-    }
-    const DType half = node_half_type(*ops_[n], a.in);
-    HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
-    if (half != DType::Undefined) {
-      std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
-      widen_forward_args(scratch, a.in, a.out);
-    }
-    const bool simulated = format != DType::Undefined && half == DType::Undefined;
-    if (simulated && autocast) cast_autocast_inputs(n, format);
-    ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
-    Status st;
-    try {
-      st = ops_[n]->forward(ctx);
-      if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
-      if (st && simulated) {
-        const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
-        for (ValueId out : node.outputs) {
-          if (out == kNoValue) continue;
-          round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
-                                 rounded ? format : DType::Undefined);
-          in_format_[static_cast<size_t>(out)] = rounded;
+      if (fold && folds_[n].holds && fold_holds(n)) continue;
+      // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
+      folds_[n].holds = false;
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        ValueId out = node.outputs[o];
+        a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
+      }
+      const DType half = node_half_type(*ops_[n], a.in);
+      HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
+      if (half != DType::Undefined) {
+        std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
+        widen_forward_args(scratch, a.in, a.out);
+      }
+      const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in);
+      const bool simulated = format != DType::Undefined && half == DType::Undefined;
+      if (simulated && autocast) cast_autocast_inputs(n, format);
+      ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
+      Status st;
+      try {
+        st = ops_[n]->forward(ctx);
+        if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
+        if (st && simulated) {
+          const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
+          for (ValueId out : node.outputs) {
+            if (out == kNoValue) continue;
+            round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
+                                   rounded ? format : DType::Undefined);
+            in_format_[static_cast<size_t>(out)] = rounded;
+          }
+        }
+      } catch (const TensorTooLarge& e) {
+        return too_large(node, e);
+      }
+      if (!st) return st;
+      for (ValueId out : node.outputs)
+        if (out != kNoValue) {
+          is_set_[static_cast<size_t>(out)] = 1;
+          ++version_[static_cast<size_t>(out)];
+        }
+      if (options_.scan_nonfinite) {
+        note_forward_nonfinite(n);
+        if (lent && forward_event_.found && forward_event_.node == static_cast<int32_t>(n)) {
+          lent_producer = true;
+          break;
         }
       }
-    } catch (const TensorTooLarge& e) {
-      return too_large(node, e);
+      if (options_.release_dead_values) release_dead_values(n);
+      ++nodes_run_;
+      if (fold && folds_[n].candidate) remember_fold(n);
     }
-    if (!st) return st;
-    for (ValueId out : node.outputs)
-      if (out != kNoValue) {
-        is_set_[static_cast<size_t>(out)] = 1;
-        ++version_[static_cast<size_t>(out)];
-      }
-    if (options_.scan_nonfinite) note_forward_nonfinite(n);
-    if (options_.release_dead_values) release_dead_values(n);
-    ++nodes_run_;
-    if (fold && folds_[n].candidate) remember_fold(n);
+    if (!lent_producer) return Status::ok();
+    forward_event_ = {};
+    rng_ = start;
   }
-  return Status::ok();
 }
 
 // A folded node's inputs are those its kept outputs were computed from.
