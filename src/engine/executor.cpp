@@ -1,8 +1,10 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "util/eigen.h"
 
@@ -11,6 +13,7 @@
 #define GRIST_HAVE_MXCSR 1
 #endif
 
+#include "ops/fused_tail.h"
 #include "ops/in_place.h"
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
@@ -319,6 +322,27 @@ bool lend_input(const Graph& g, size_t n, std::span<const int64_t> last_use, std
   return false;
 }
 
+// The clamp of the Relu or Clip that follows BatchNormalization node n and alone reads its output 0, where the two
+// can run as one pass (ops/fused_tail.h): that output is then seen by no one but the clamp, nor kept.
+std::optional<Clamp> fusable_tail(const Graph& g, size_t n, std::span<const int64_t> last_use,
+                                  const std::vector<Tensor>& values, std::span<const Tensor* const> in) {
+  const Node& node = g.nodes[n];
+  if (n + 1 >= g.nodes.size() || !batch_norm_clampable(node, in)) return std::nullopt;
+  const Node& next = g.nodes[n + 1];
+  const ValueId mid = node.outputs[0];
+  if (mid == kNoValue || next.inputs.empty() || next.inputs.size() > 3 || next.inputs[0] != mid ||
+      next.outputs.empty() || next.outputs[0] == kNoValue)
+    return std::nullopt;
+  const Value& v = g.value(mid);
+  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 ||
+      last_use[static_cast<size_t>(mid)] != static_cast<int64_t>(n + 1))
+    return std::nullopt;
+  std::array<const Tensor*, 3> limits{nullptr, nullptr, nullptr};
+  for (size_t i = 1; i < next.inputs.size(); ++i)
+    if (next.inputs[i] != kNoValue) limits[i] = &values[static_cast<size_t>(next.inputs[i])];
+  return clamp_of(next, *in[0], std::span<const Tensor* const>(limits.data(), next.inputs.size()));
+}
+
 }  // namespace
 
 Status Executor::forward() {
@@ -348,14 +372,15 @@ Status Executor::forward() {
     for (auto& m : folds_) m.holds = false;
     fold_precision_ = options_.precision;
   }
-  // Forward-only runs compute elementwise tails in place (lend_input). A node run in place has lost its input, so
-  // when the scan finds it the first producer of a NaN/Inf (whose report reads its inputs) the pass runs again
-  // with every output in a buffer of its own: same inputs, same random draws, same values; only that pass costs
-  // twice.
+  // Forward-only runs compute elementwise tails in place (lend_input) and BatchNormalization with the Relu or Clip
+  // after it in one pass (fusable_tail). A node run in place has lost its input, a fused BatchNormalization its
+  // output, so when the scan finds either the first producer of a NaN/Inf (whose report reads both) the pass runs
+  // again with every node apart and every output in a buffer of its own: same inputs, same random draws, same
+  // values; only that pass costs twice.
   const bool in_place = options_.release_dead_values && options_.precision == Precision::Fp32;
   const Rng start = rng_;
   for (bool lend = in_place;; lend = false) {
-    bool lent_producer = false;
+    bool redo_apart = false;
     nodes_run_ = 0;
     for (size_t n = 0; n < g.nodes.size(); ++n) {
       const Node& node = g.nodes[n];
@@ -384,12 +409,15 @@ Status Executor::forward() {
         widen_forward_args(scratch, a.in, a.out);
       }
       const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in);
+      const std::optional<Clamp> tail =
+          lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
+      bool tail_finite = true;  // the fused BatchNormalization's own output, before the clamp
       const bool simulated = format != DType::Undefined && half == DType::Undefined;
       if (simulated && autocast) cast_autocast_inputs(n, format);
       ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
       Status st;
       try {
-        st = ops_[n]->forward(ctx);
+        st = tail ? batch_norm_clamped(ctx, *tail, tail_finite) : ops_[n]->forward(ctx);
         if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
         if (st && simulated) {
           const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
@@ -409,18 +437,38 @@ Status Executor::forward() {
           is_set_[static_cast<size_t>(out)] = 1;
           ++version_[static_cast<size_t>(out)];
         }
-      if (options_.scan_nonfinite) {
+      if (options_.scan_nonfinite && tail) {
+        finite_[static_cast<size_t>(node.outputs[0])] = tail_finite;
+        bool inputs_finite = true;
+        for (ValueId in : node.inputs)
+          if (in != kNoValue && !finite_[static_cast<size_t>(in)]) inputs_finite = false;
+        if (!tail_finite && inputs_finite && !forward_event_.found) {
+          redo_apart = true;
+          break;
+        }
+      } else if (options_.scan_nonfinite) {
         note_forward_nonfinite(n);
         if (lent && forward_event_.found && forward_event_.node == static_cast<int32_t>(n)) {
-          lent_producer = true;
+          redo_apart = true;
           break;
         }
       }
       if (options_.release_dead_values) release_dead_values(n);
       ++nodes_run_;
       if (fold && folds_[n].candidate) remember_fold(n);
+      if (tail) {  // the Relu or Clip has run too: its output takes the clamped values
+        const auto mid = static_cast<size_t>(node.outputs[0]);
+        const auto y = static_cast<size_t>(g.nodes[++n].outputs[0]);
+        values_[y] = std::move(values_[mid]);
+        values_[mid] = Tensor{};
+        is_set_[y] = 1;
+        ++version_[y];
+        if (options_.scan_nonfinite) finite_[y] = tail_finite || all_finite(values_[y]);
+        release_dead_values(n);
+        ++nodes_run_;
+      }
     }
-    if (!lent_producer) return Status::ok();
+    if (!redo_apart) return Status::ok();
     forward_event_ = {};
     rng_ = start;
   }

@@ -7,6 +7,7 @@
 // Sign, Min/Max and Clip), and nothing is clamped or nudged by an epsilon. Integer arithmetic wraps
 // around like numpy and PyTorch rather than being undefined behaviour.
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <type_traits>
 
 #include "ops/elementwise_broadcast.h"
+#include "ops/fused_tail.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
@@ -897,6 +899,22 @@ Status identity_backward(BackwardContext& ctx) {
 }
 
 }  // namespace
+
+// ops/fused_tail.h: the clamp clip_forward (or Relu) would apply, for a BatchNormalization to apply row by row.
+std::optional<Clamp> clamp_of(const Node& node, const Tensor& x, std::span<const Tensor* const> inputs) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (!node.domain.empty() || x.dtype() != DType::Float32) return std::nullopt;
+  if (node.op_type == "Relu") return Clamp{0.0f, kInf};
+  if (node.op_type != "Clip" || inputs.size() > 3) return std::nullopt;
+  std::array<const Tensor*, 3> in{&x, nullptr, nullptr};
+  for (size_t i = 1; i < inputs.size(); ++i) in[i] = inputs[i];
+  auto limits = clip_limits<float>(node, std::span<const Tensor* const>(in.data(), std::max<size_t>(inputs.size(), 1)));
+  if (!limits) return std::nullopt;
+  const float lo = limits->lo, hi = limits->hi;
+  if (std::isnan(lo) || std::isnan(hi) || lo == kInf || hi == -kInf) return std::nullopt;
+  return Clamp{lo, hi};
+}
+
 
 namespace {
 

@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "ops/fused_tail.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 #include "util/eigen.h"
@@ -581,6 +582,44 @@ Status dropout_backward(BackwardContext& ctx) {
 }
 
 }  // namespace
+
+// ops/fused_tail.h.
+bool batch_norm_clampable(const Node& node, std::span<const Tensor* const> inputs) {
+  if (!node.domain.empty() || node.op_type != "BatchNormalization" || batch_norm_training(node)) return false;
+  for (size_t o = 1; o < node.outputs.size(); ++o)
+    if (node.outputs[o] != kNoValue) return false;
+  return !inputs.empty() && inputs[0] != nullptr && inputs[0]->dtype() == DType::Float32;
+}
+
+// batch_norm_forward's inference arithmetic (the same normalize_channel), then clip_forward's clamp on the rows
+// just written. No statistics are kept: a forward-only run has no backward to read them.
+Status batch_norm_clamped(ForwardContext& ctx, Clamp clamp, bool& finite) {
+  BatchNormLayout l;
+  GRIST_TRY(batch_norm_layout(ctx.node, ctx.inputs, l));
+  const Tensor& x = *ctx.input(0);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  const auto d = batch_norm_data<float>(ctx.inputs);
+  const float eps = static_cast<float>(ctx.node.attr_float("epsilon", 1e-5));
+  const float lo = clamp.lo, hi = clamp.hi;
+  bool nonfinite = false;
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const float a = d.scale[c] * (1.0f / std::sqrt(d.var[c] + eps));
+    normalize_channel(l, c, d.x, d.mean[c], a, d.bias[c], y.data<float>());
+    for (int64_t n = 0; n < l.batch; ++n) {
+      float* row = y.data<float>() + (n * l.channels + c) * l.inner;
+      for (int64_t i = 0; i < l.inner; ++i) {
+        const float v = row[i];
+        nonfinite |= !std::isfinite(v);
+        const float raised = v < lo ? lo : v;
+        row[i] = raised > hi ? hi : raised;
+      }
+    }
+  }
+  finite = !nonfinite;
+  return Status::ok();
+}
+
 
 namespace {
 // Interval transfer (grist scan). Training may be on whatever the node says (the hunt trains with it), so

@@ -174,3 +174,58 @@ TEST(InPlace, AChainOfMapsAllocatesOneBuffer) {
     EXPECT_EQ(Tensor::allocation_count() - before, release ? 1u : 0u) << "release " << release;
   }
 }
+
+namespace {
+
+// m = x·x, then BatchNormalization (inference) and `tail` reading its output alone: the pair a forward-only run
+// computes in one pass (ops/fused_tail.h).
+Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = false) {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {1, 2, 3})
+      .constant("scale", Tensor::from<float>({2}, {1.5f, -0.5f}))
+      .constant("bias", Tensor::from<float>({2}, {0.25f, 1.0f}))
+      .constant("mean", Tensor::from<float>({2}, {0.1f, -0.3f}))
+      .constant("var", Tensor::from<float>({2}, {var0, 0.7f}))
+      .constant("lo", Tensor::from<float>({}, {0.0f}))
+      .constant("hi", Tensor::from<float>({}, {6.0f}))
+      .node("Mul", {"x", "x"}, {"m"})
+      .node("BatchNormalization", {"m", "scale", "bias", "mean", "var"}, {"b"}, {{"epsilon", attr_float(0.0)}});
+  if (tail == "Clip") b.node("Clip", {"b", "lo", "hi"}, {"y"});
+  else b.node(tail, {"b"}, {"y"});
+  if (second_reader) b.node("Add", {"b", "y"}, {"z"}).output("z");
+  return b.output("y").build();
+}
+
+const float kPlusInf = std::numeric_limits<float>::infinity();
+const float kQuietNaN = std::numeric_limits<float>::quiet_NaN();
+
+}  // namespace
+
+// NaN and Inf arriving from the graph input pass through the fused pair as through the two nodes: Clip turns +Inf
+// into 6, NaN stays NaN, -0 stays -0.
+TEST(InPlace, BatchNormalizationWithItsClampPropagatesAsApart) {
+  const Tensor x = Tensor::from<float>({1, 2, 3}, {kQuietNaN, kPlusInf, 0.0f, -0.0f, 40.0f, 0.3f});
+  for (const char* tail : {"Relu", "Clip"}) {
+    SCOPED_TRACE(tail);
+    expect_as_separate_buffers(batch_norm_then(tail, 2.0f), x);
+    expect_as_separate_buffers(batch_norm_then(tail, 2.0f, true), x);
+  }
+}
+
+// With var 0 and epsilon 0, the BatchNormalization divides by 0: it is the first producer, though the Clip after
+// it clamps its +Inf to 6. The report names it, with the operands at its first non-finite element, as when the two
+// run apart.
+TEST(InPlace, AFusedBatchNormalizationIsReportedAsTheProducer) {
+  const Graph g = batch_norm_then("Clip", 0.0f);
+  const Tensor x = Tensor::from<float>({1, 2, 3}, {0.5f, 2.0f, 1.0f, 3.0f, 4.0f, 0.25f});
+  expect_as_separate_buffers(g, x);
+  const Executor ex = run(g, true, x);
+  const NonFiniteEvent& e = ex.forward_event();
+  ASSERT_TRUE(e.found);
+  EXPECT_EQ(e.op_type, "BatchNormalization");
+  EXPECT_EQ(e.value_name, "b");
+  EXPECT_EQ(e.first_index, (std::vector<int64_t>{0, 0, 0}));
+  ASSERT_FALSE(e.inputs.empty());
+  EXPECT_EQ(e.inputs[0].value, 0.25);  // m = 0.5·0.5
+  EXPECT_EQ(ex.value(g.find_value("y")).data<float>()[0], 6.0f);
+}
