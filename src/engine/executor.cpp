@@ -322,25 +322,56 @@ bool lend_input(const Graph& g, size_t n, std::span<const int64_t> last_use, std
   return false;
 }
 
-// The clamp of the Relu or Clip that follows BatchNormalization node n and alone reads its output 0, where the two
-// can run as one pass (ops/fused_tail.h): that output is then seen by no one but the clamp, nor kept.
-std::optional<Clamp> fusable_tail(const Graph& g, size_t n, std::span<const int64_t> last_use,
-                                  const std::vector<Tensor>& values, std::span<const Tensor* const> in) {
+// A Constant node between a BatchNormalization and its clamp that the clamp alone reads (the limits PyTorch exports
+// for ReLU6): its finite value, which the fused pass reads from the attribute; the node itself need not run. Null
+// for any other node: a non-finite value would be a first producer to report, so its node has to run.
+const Tensor* skippable_limit(const Graph& g, size_t k, size_t clamp) {
+  const Node& node = g.nodes[k];
+  if (!node.domain.empty() || node.op_type != "Constant" || node.outputs.size() != 1) return nullptr;
+  const Value& v = g.value(node.outputs[0]);
+  const Attribute* a = node.attr("value");
+  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 || v.consumers[0] != static_cast<int32_t>(clamp) ||
+      std::find(g.outputs.begin(), g.outputs.end(), node.outputs[0]) != g.outputs.end() || !a || !a->t ||
+      !all_finite(*a->t))
+    return nullptr;
+  return a->t.get();
+}
+
+// Node n as a BatchNormalization whose output 0 only a Relu or Clip reads, where the two can run as one pass
+// (ops/fused_tail.h): that node, with only such limit Constants between them. The output is then seen by no one
+// but the clamp, nor kept.
+struct Tail {
+  size_t clamp_node = 0;
+  Clamp clamp{};
+};
+std::optional<Tail> fusable_tail(const Graph& g, size_t n, std::span<const int64_t> last_use,
+                                 const std::vector<Tensor>& values, std::span<const Tensor* const> in) {
   const Node& node = g.nodes[n];
-  if (n + 1 >= g.nodes.size() || !batch_norm_clampable(node, in)) return std::nullopt;
-  const Node& next = g.nodes[n + 1];
+  if (!batch_norm_clampable(node, in) || node.outputs[0] == kNoValue) return std::nullopt;
   const ValueId mid = node.outputs[0];
-  if (mid == kNoValue || next.inputs.empty() || next.inputs.size() > 3 || next.inputs[0] != mid ||
-      next.outputs.empty() || next.outputs[0] == kNoValue)
-    return std::nullopt;
   const Value& v = g.value(mid);
-  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 ||
-      last_use[static_cast<size_t>(mid)] != static_cast<int64_t>(n + 1))
+  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 || v.consumers[0] <= static_cast<int32_t>(n) ||
+      last_use[static_cast<size_t>(mid)] != v.consumers[0])
+    return std::nullopt;
+  const auto c = static_cast<size_t>(v.consumers[0]);
+  const Node& next = g.nodes[c];
+  if (next.inputs.empty() || next.inputs.size() > 3 || next.inputs[0] != mid || next.outputs.empty() ||
+      next.outputs[0] == kNoValue)
     return std::nullopt;
   std::array<const Tensor*, 3> limits{nullptr, nullptr, nullptr};
-  for (size_t i = 1; i < next.inputs.size(); ++i)
-    if (next.inputs[i] != kNoValue) limits[i] = &values[static_cast<size_t>(next.inputs[i])];
-  return clamp_of(next, *in[0], std::span<const Tensor* const>(limits.data(), next.inputs.size()));
+  for (size_t i = 1; i < next.inputs.size(); ++i) {
+    const ValueId lim = next.inputs[i];
+    if (lim == kNoValue) continue;
+    const int32_t producer = g.value(lim).producer;
+    limits[i] = producer > static_cast<int32_t>(n) ? skippable_limit(g, static_cast<size_t>(producer), c)
+                                                   : &values[static_cast<size_t>(lim)];
+    if (!limits[i]) return std::nullopt;
+  }
+  for (size_t k = n + 1; k < c; ++k)
+    if (!skippable_limit(g, k, c)) return std::nullopt;
+  auto clamp = clamp_of(next, *in[0], std::span<const Tensor* const>(limits.data(), next.inputs.size()));
+  if (!clamp) return std::nullopt;
+  return Tail{c, *clamp};
 }
 
 }  // namespace
@@ -409,7 +440,7 @@ Status Executor::forward() {
         widen_forward_args(scratch, a.in, a.out);
       }
       const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in);
-      const std::optional<Clamp> tail =
+      const std::optional<Tail> tail =
           lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
       bool tail_finite = true;  // the fused BatchNormalization's own output, before the clamp
       const bool simulated = format != DType::Undefined && half == DType::Undefined;
@@ -417,7 +448,7 @@ Status Executor::forward() {
       ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
       Status st;
       try {
-        st = tail ? batch_norm_clamped(ctx, *tail, tail_finite) : ops_[n]->forward(ctx);
+        st = tail ? batch_norm_clamped(ctx, tail->clamp, tail_finite) : ops_[n]->forward(ctx);
         if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
         if (st && simulated) {
           const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
@@ -456,9 +487,10 @@ Status Executor::forward() {
       if (options_.release_dead_values) release_dead_values(n);
       ++nodes_run_;
       if (fold && folds_[n].candidate) remember_fold(n);
-      if (tail) {  // the Relu or Clip has run too: its output takes the clamped values
+      if (tail) {  // the Relu or Clip has run too (the limit Constants before it need not): it takes the values
         const auto mid = static_cast<size_t>(node.outputs[0]);
-        const auto y = static_cast<size_t>(g.nodes[++n].outputs[0]);
+        n = tail->clamp_node;
+        const auto y = static_cast<size_t>(g.nodes[n].outputs[0]);
         values_[y] = std::move(values_[mid]);
         values_[mid] = Tensor{};
         is_set_[y] = 1;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include <gtest/gtest.h>
 
@@ -179,7 +180,16 @@ namespace {
 
 // m = x·x, then BatchNormalization (inference) and `tail` reading its output alone: the pair a forward-only run
 // computes in one pass (ops/fused_tail.h).
-Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = false) {
+Attribute tensor_attr(float v) {
+  Attribute a;
+  a.type = Attribute::Type::Tensor;
+  a.t = std::make_shared<const Tensor>(Tensor::from<float>({}, {v}));
+  return a;
+}
+
+// `tail` "Clip": limits 0 and 6 from initializers; "Clip6": from Constant nodes between the BatchNormalization and
+// the Clip, as PyTorch exports ReLU6 (`hi` its upper limit).
+Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = false, float hi = 6.0f) {
   GraphBuilder b;
   b.input("x", DType::Float32, {1, 2, 3})
       .constant("scale", Tensor::from<float>({2}, {1.5f, -0.5f}))
@@ -190,8 +200,15 @@ Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = 
       .constant("hi", Tensor::from<float>({}, {6.0f}))
       .node("Mul", {"x", "x"}, {"m"})
       .node("BatchNormalization", {"m", "scale", "bias", "mean", "var"}, {"b"}, {{"epsilon", attr_float(0.0)}});
-  if (tail == "Clip") b.node("Clip", {"b", "lo", "hi"}, {"y"});
-  else b.node(tail, {"b"}, {"y"});
+  if (tail == "Clip") {
+    b.node("Clip", {"b", "lo", "hi"}, {"y"});
+  } else if (tail == "Clip6") {
+    b.node("Constant", {}, {"lo6"}, {{"value", tensor_attr(0.0f)}})
+        .node("Constant", {}, {"hi6"}, {{"value", tensor_attr(hi)}})
+        .node("Clip", {"b", "lo6", "hi6"}, {"y"});
+  } else {
+    b.node(tail, {"b"}, {"y"});
+  }
   if (second_reader) b.node("Add", {"b", "y"}, {"z"}).output("z");
   return b.output("y").build();
 }
@@ -205,7 +222,7 @@ const float kQuietNaN = std::numeric_limits<float>::quiet_NaN();
 // into 6, NaN stays NaN, -0 stays -0.
 TEST(InPlace, BatchNormalizationWithItsClampPropagatesAsApart) {
   const Tensor x = Tensor::from<float>({1, 2, 3}, {kQuietNaN, kPlusInf, 0.0f, -0.0f, 40.0f, 0.3f});
-  for (const char* tail : {"Relu", "Clip"}) {
+  for (const char* tail : {"Relu", "Clip", "Clip6"}) {
     SCOPED_TRACE(tail);
     expect_as_separate_buffers(batch_norm_then(tail, 2.0f), x);
     expect_as_separate_buffers(batch_norm_then(tail, 2.0f, true), x);
@@ -228,4 +245,24 @@ TEST(InPlace, AFusedBatchNormalizationIsReportedAsTheProducer) {
   ASSERT_FALSE(e.inputs.empty());
   EXPECT_EQ(e.inputs[0].value, 0.25);  // m = 0.5·0.5
   EXPECT_EQ(ex.value(g.find_value("y")).data<float>()[0], 6.0f);
+}
+
+// The same with the limits from Constant nodes between the pair, which the fused pass reads without running them.
+TEST(InPlace, AFusedBatchNormalizationBeforeConstantLimitsIsReportedAsTheProducer) {
+  const Graph g = batch_norm_then("Clip6", 0.0f);
+  const Tensor x = Tensor::from<float>({1, 2, 3}, {0.5f, 2.0f, 1.0f, 3.0f, 4.0f, 0.25f});
+  expect_as_separate_buffers(g, x);
+  const Executor ex = run(g, true, x);
+  EXPECT_EQ(ex.forward_event().op_type, "BatchNormalization");
+  EXPECT_EQ(ex.value(g.find_value("y")).data<float>()[0], 6.0f);
+}
+
+// A Constant limit of +Inf is itself a first producer (after the BatchNormalization, which is finite here): it runs.
+TEST(InPlace, AnInfiniteConstantLimitStillRunsAndIsReported) {
+  const Graph g = batch_norm_then("Clip6", 2.0f, false, kPlusInf);
+  const Tensor x = Tensor::from<float>({1, 2, 3}, {0.5f, 2.0f, 1.0f, 3.0f, 4.0f, 0.25f});
+  expect_as_separate_buffers(g, x);
+  const Executor ex = run(g, true, x);
+  ASSERT_TRUE(ex.forward_event().found);
+  EXPECT_EQ(ex.forward_event().op_type, "Constant");
 }
