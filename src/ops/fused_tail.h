@@ -4,6 +4,8 @@
 // one reads the normalised values but the clamp (ExecutorOptions::release_dead_values).
 #pragma once
 
+#include <cstdint>
+#include <cstdint>
 #include <optional>
 #include <span>
 
@@ -24,6 +26,9 @@ struct Clamp {
 // scalar, or clamping finite values could give a non-finite one (a lower limit of +Inf, an upper one of -Inf, a
 // NaN limit): then the clamp's output is finite exactly when its input is.
 std::optional<Clamp> clamp_of(const Node& node, const Tensor& x, std::span<const Tensor* const> inputs);
+
+// The clamp over row[0, n) in place; whether every value was finite before it.
+bool clamp_row(float* row, int64_t n, Clamp clamp);
 
 // Whether batch_norm_clamped can run this BatchNormalization node: inference mode, output 0 alone, float32 X.
 bool batch_norm_clampable(const Node& node, std::span<const Tensor* const> inputs);

@@ -601,19 +601,13 @@ Status batch_norm_clamped(ForwardContext& ctx, Clamp clamp, bool& finite) {
   y.resize(x.dtype(), x.shape());
   const auto d = batch_norm_data<float>(ctx.inputs);
   const float eps = static_cast<float>(ctx.node.attr_float("epsilon", 1e-5));
-  const float lo = clamp.lo, hi = clamp.hi;
   bool nonfinite = false;
   for (int64_t c = 0; c < l.channels; ++c) {
     const float a = d.scale[c] * (1.0f / std::sqrt(d.var[c] + eps));
     normalize_channel(l, c, d.x, d.mean[c], a, d.bias[c], y.data<float>());
     for (int64_t n = 0; n < l.batch; ++n) {
-      float* row = y.data<float>() + (n * l.channels + c) * l.inner;
-      for (int64_t i = 0; i < l.inner; ++i) {
-        const float v = row[i];
-        nonfinite |= !std::isfinite(v);
-        const float raised = v < lo ? lo : v;
-        row[i] = raised > hi ? hi : raised;
-      }
+      const bool row_finite = clamp_row(y.data<float>() + (n * l.channels + c) * l.inner, l.inner, clamp);
+      nonfinite |= !row_finite;
     }
   }
   finite = !nonfinite;
