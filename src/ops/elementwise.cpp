@@ -902,28 +902,20 @@ Status identity_backward(BackwardContext& ctx) {
 }  // namespace
 
 // ops/fused_tail.h: clip_forward's clamp over one row, in place, and whether every value was finite before it, in
-// one pass. The test is engine/nonfinite.cpp's (the largest sign-cleared bit pattern against +Inf's) in sixteen
-// lanes, so that the loop vectorises with the clamp: a bool accumulated from std::isfinite does not.
+// one pass. The test is engine/nonfinite.cpp's (the largest sign-cleared bit pattern against +Inf's): an integer
+// max vectorises with the clamp, where a bool accumulated from std::isfinite does not.
 bool clamp_row(float* row, int64_t n, Clamp clamp) {
   const float lo = clamp.lo, hi = clamp.hi;
-  constexpr uint32_t kAbs = 0x7fffffffu, kInfBits = 0x7f800000u;
-  constexpr int kLanes = 16;
-  uint32_t lane[kLanes] = {};
-  auto step = [lo, hi](float& x, uint32_t& worst) {
-    const float v = x;
+  uint32_t worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = row[i];
     uint32_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    worst = std::max(worst, bits & kAbs);
+    worst = std::max(worst, bits & 0x7fffffffu);
     const float raised = v < lo ? lo : v;
-    x = raised > hi ? hi : raised;
-  };
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int k = 0; k < kLanes; ++k) step(row[i + k], lane[k]);
-  uint32_t worst = 0;
-  for (; i < n; ++i) step(row[i], worst);
-  for (int k = 0; k < kLanes; ++k) worst = std::max(worst, lane[k]);
-  return worst < kInfBits;
+    row[i] = raised > hi ? hi : raised;
+  }
+  return worst < 0x7f800000u;  // +Inf's pattern
 }
 
 // ops/fused_tail.h: the clamp clip_forward (or Relu) would apply, for a BatchNormalization to apply row by row.

@@ -601,19 +601,26 @@ Status batch_norm_clamped(ForwardContext& ctx, Clamp clamp, bool& finite) {
   y.resize(x.dtype(), x.shape());
   const auto d = batch_norm_data<float>(ctx.inputs);
   const float eps = static_cast<float>(ctx.node.attr_float("epsilon", 1e-5));
+  // Batch 1 clamps runs of whole channels (contiguous there) of about kRun values: a late layer's channel is a few
+  // values, far below the clamp's per-call cost, an early one's the run alone, still in cache. Batches clamp the
+  // whole tensor after.
+  constexpr int64_t kRun = 4096;
+  float* out = y.data<float>();
   bool nonfinite = false;
+  int64_t clamped = 0;  // channels clamped so far (batch 1)
   for (int64_t c = 0; c < l.channels; ++c) {
     const float a = d.scale[c] * (1.0f / std::sqrt(d.var[c] + eps));
-    normalize_channel(l, c, d.x, d.mean[c], a, d.bias[c], y.data<float>());
-    for (int64_t n = 0; n < l.batch; ++n) {
-      const bool row_finite = clamp_row(y.data<float>() + (n * l.channels + c) * l.inner, l.inner, clamp);
-      nonfinite |= !row_finite;
+    normalize_channel(l, c, d.x, d.mean[c], a, d.bias[c], out);
+    if (l.batch == 1 && ((c + 1 - clamped) * l.inner >= kRun || c + 1 == l.channels)) {
+      const bool run_finite = clamp_row(out + clamped * l.inner, (c + 1 - clamped) * l.inner, clamp);
+      nonfinite |= !run_finite;
+      clamped = c + 1;
     }
   }
+  if (l.batch != 1) nonfinite = !clamp_row(out, y.numel(), clamp);
   finite = !nonfinite;
   return Status::ok();
 }
-
 
 namespace {
 // Interval transfer (grist scan). Training may be on whatever the node says (the hunt trains with it), so

@@ -189,9 +189,10 @@ Attribute tensor_attr(float v) {
 
 // `tail` "Clip": limits 0 and 6 from initializers; "Clip6": from Constant nodes between the BatchNormalization and
 // the Clip, as PyTorch exports ReLU6 (`hi` its upper limit).
-Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = false, float hi = 6.0f) {
+Graph batch_norm_then(const std::string& tail, float var0, bool second_reader = false, float hi = 6.0f,
+                      std::vector<int64_t> dims = {1, 2, 3}) {
   GraphBuilder b;
-  b.input("x", DType::Float32, {1, 2, 3})
+  b.input("x", DType::Float32, std::move(dims))
       .constant("scale", Tensor::from<float>({2}, {1.5f, -0.5f}))
       .constant("bias", Tensor::from<float>({2}, {0.25f, 1.0f}))
       .constant("mean", Tensor::from<float>({2}, {0.1f, -0.3f}))
@@ -265,4 +266,21 @@ TEST(InPlace, AnInfiniteConstantLimitStillRunsAndIsReported) {
   const Executor ex = run(g, true, x);
   ASSERT_TRUE(ex.forward_event().found);
   EXPECT_EQ(ex.forward_event().op_type, "Constant");
+}
+
+// Batch 1 clamps runs of whole channels (two runs here: a channel of 64·64 values each), batches clamp
+// the whole tensor: a NaN, an Inf and values beyond both limits in each run.
+TEST(InPlace, FusedRunsAndBatchesPropagateAsApart) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{1, 2, 64, 64}, std::vector<int64_t>{3, 2, 5, 7}}) {
+    Tensor x(DType::Float32, Shape(dims));
+    float* p = x.data<float>();
+    for (int64_t i = 0; i < x.numel(); ++i) p[i] = static_cast<float>((i * 37) % 101) * 0.05f - 1.0f;
+    p[5] = kQuietNaN;
+    p[x.numel() / 2 + 3] = kPlusInf;
+    p[x.numel() - 1] = -kPlusInf;
+    for (const char* tail : {"Relu", "Clip6"}) {
+      SCOPED_TRACE(tail);
+      expect_as_separate_buffers(batch_norm_then(tail, 2.0f, false, 6.0f, dims), x);
+    }
+  }
 }
