@@ -283,13 +283,16 @@ void Executor::note_forward_nonfinite(size_t n) {
   }
 }
 
-// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads.
+// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads, but
+// not what constant folding keeps for the passes after (small shape arithmetic, Constants).
 void Executor::release_dead_values(size_t n) {
   const Node& node = graph_->nodes[n];
   states_[n] = NodeState{};
   auto release = [&](ValueId id) {
     const auto i = static_cast<size_t>(id);
     if (id == kNoValue || graph_->value(id).kind != ValueKind::Intermediate) return;
+    const int32_t producer = graph_->value(id).producer;
+    if (producer >= 0 && folds_[static_cast<size_t>(producer)].holds) return;
     if (last_use_[i] <= static_cast<int64_t>(n)) values_[i] = Tensor{};
   };
   for (ValueId in : node.inputs) release(in);
@@ -302,15 +305,17 @@ namespace {
 // elementwise tail (BatchNormalization, Clip, Relu after a Conv) then rewrites data still in cache instead of
 // filling fresh pages. Only an intermediate value this node alone reads, in one slot: never a graph input, weight
 // or output (last_use keeps those), nor a value a later node reads. `in` then points at the output.
+template <class Kept>
 bool lend_input(const Graph& g, size_t n, std::span<const int64_t> last_use, std::vector<Tensor>& values,
-                std::span<const Tensor*> in) {
+                std::span<const Tensor*> in, const Kept& kept_by_fold) {
   const Node& node = g.nodes[n];
   if (node.outputs.empty() || node.outputs[0] == kNoValue) return false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId v = node.inputs[i];
     if (v == kNoValue || g.value(v).kind != ValueKind::Intermediate) continue;
     const auto vi = static_cast<size_t>(v);
-    if (last_use[vi] != static_cast<int64_t>(n) || std::count(node.inputs.begin(), node.inputs.end(), v) != 1 ||
+    if (last_use[vi] != static_cast<int64_t>(n) || kept_by_fold(v) ||
+        std::count(node.inputs.begin(), node.inputs.end(), v) != 1 ||
         !values[vi].defined() || !may_compute_in_place(node, in, i))
       continue;
     Tensor& out = values[static_cast<size_t>(node.outputs[0])];
@@ -398,7 +403,7 @@ Status Executor::forward() {
   for (ValueId id : g.inputs) refresh(id);
   for (ValueId id : g.initializers) refresh(id);
   // Kept outputs are dropped when the pass cannot keep them or a precision change would round them differently.
-  const bool fold = options_.fold_constants && !options_.release_dead_values;
+  const bool fold = options_.fold_constants;
   if (!fold || options_.precision != fold_precision_) {
     for (auto& m : folds_) m.holds = false;
     fold_precision_ = options_.precision;
@@ -410,6 +415,10 @@ Status Executor::forward() {
   // values; only that pass costs twice.
   const bool in_place = options_.release_dead_values && options_.precision == Precision::Fp32;
   const Rng start = rng_;
+  auto kept_by_fold = [this](ValueId v) {
+    const int32_t producer = graph_->value(v).producer;
+    return producer >= 0 && folds_[static_cast<size_t>(producer)].holds;
+  };
   for (bool lend = in_place;; lend = false) {
     bool redo_apart = false;
     nodes_run_ = 0;
@@ -426,7 +435,10 @@ Status Executor::forward() {
                     node.op_type, g.value(in).name);
         a.in[i] = &values_[static_cast<size_t>(in)];
       }
-      if (fold && folds_[n].holds && fold_holds(n)) continue;
+      if (fold && folds_[n].holds && fold_holds(n)) {
+        if (options_.release_dead_values) release_dead_values(n);  // the activations it read the shape of
+        continue;
+      }
       // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
       folds_[n].holds = false;
       for (size_t o = 0; o < node.outputs.size(); ++o) {
@@ -439,7 +451,7 @@ Status Executor::forward() {
         std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
         widen_forward_args(scratch, a.in, a.out);
       }
-      const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in);
+      const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in, kept_by_fold);
       const std::optional<Tail> tail =
           lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
       bool tail_finite = true;  // the fused BatchNormalization's own output, before the clamp
@@ -541,6 +553,11 @@ void Executor::remember_fold(size_t n) {
     m.candidate = m.holds = false;
     return;
   }
+  // A pass that frees its values keeps no large Constant (weights exported as Constants) for the next: it would hold
+  // a second copy of it all along. A pass that keeps every value still folds it.
+  if (options_.release_dead_values)
+    for (ValueId out : node.outputs)
+      if (out != kNoValue && values_[static_cast<size_t>(out)].numel() > kMaxFoldedElements) return;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId in = node.inputs[i];
     if (in == kNoValue) continue;
