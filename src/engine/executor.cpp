@@ -287,7 +287,8 @@ void Executor::note_forward_nonfinite(size_t n) {
 // not what constant folding keeps for the passes after (small shape arithmetic, Constants).
 void Executor::release_dead_values(size_t n) {
   const Node& node = graph_->nodes[n];
-  states_[n] = NodeState{};
+  // clear(), not a fresh NodeState: a std::deque allocates even empty, and most nodes keep nothing.
+  if (!states_[n].saved.empty()) states_[n].saved.clear();
   auto release = [&](ValueId id) {
     const auto i = static_cast<size_t>(id);
     if (id == kNoValue || graph_->value(id).kind != ValueKind::Intermediate) return;
