@@ -343,17 +343,20 @@ const Tensor* skippable_limit(const Graph& g, size_t k, size_t clamp) {
   return a->t.get();
 }
 
-// Node n as a BatchNormalization whose output 0 only a Relu or Clip reads, where the two can run as one pass
-// (ops/fused_tail.h): that node, with only such limit Constants between them. The output is then seen by no one
-// but the clamp, nor kept.
+// Node n as a BatchNormalization or an Add whose output 0 only a Relu or Clip reads, where the two can run as one
+// pass (ops/fused_tail.h): that node, with only such limit Constants between them. The output is then seen by no
+// one but the clamp, nor kept.
 struct Tail {
   size_t clamp_node = 0;
   Clamp clamp{};
+  bool batch_norm = false;  // batch_norm_clamped; else the node's own kernel, then clamp_row
 };
 std::optional<Tail> fusable_tail(const Graph& g, size_t n, std::span<const int64_t> last_use,
                                  const std::vector<Tensor>& values, std::span<const Tensor* const> in) {
   const Node& node = g.nodes[n];
-  if (!batch_norm_clampable(node, in) || node.outputs[0] == kNoValue) return std::nullopt;
+  if (node.outputs.empty() || node.outputs[0] == kNoValue) return std::nullopt;
+  const bool batch_norm = batch_norm_clampable(node, in);
+  if (!batch_norm && !clampable_after(node, in)) return std::nullopt;
   const ValueId mid = node.outputs[0];
   const Value& v = g.value(mid);
   if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 || v.consumers[0] <= static_cast<int32_t>(n) ||
@@ -377,7 +380,7 @@ std::optional<Tail> fusable_tail(const Graph& g, size_t n, std::span<const int64
     if (!skippable_limit(g, k, c)) return std::nullopt;
   auto clamp = clamp_of(next, *in[0], std::span<const Tensor* const>(limits.data(), next.inputs.size()));
   if (!clamp) return std::nullopt;
-  return Tail{c, *clamp};
+  return Tail{c, *clamp, batch_norm};
 }
 
 }  // namespace
@@ -409,8 +412,8 @@ Status Executor::forward() {
     for (auto& m : folds_) m.holds = false;
     fold_precision_ = options_.precision;
   }
-  // Forward-only runs compute elementwise tails in place (lend_input) and BatchNormalization with the Relu or Clip
-  // after it in one pass (fusable_tail). A node run in place has lost its input, a fused BatchNormalization its
+  // Forward-only runs compute elementwise tails in place (lend_input) and a BatchNormalization or Add with the Relu
+  // or Clip after it in one pass (fusable_tail). A node run in place has lost its input, a fused node its unclamped
   // output, so when the scan finds either the first producer of a NaN/Inf (whose report reads both) the pass runs
   // again with every node apart and every output in a buffer of its own: same inputs, same random draws, same
   // values; only that pass costs twice.
@@ -455,13 +458,18 @@ Status Executor::forward() {
       const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in, kept_by_fold);
       const std::optional<Tail> tail =
           lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
-      bool tail_finite = true;  // the fused BatchNormalization's own output, before the clamp
+      bool tail_finite = true;  // the fused node's own output, before the clamp
       const bool simulated = format != DType::Undefined && half == DType::Undefined;
       if (simulated && autocast) cast_autocast_inputs(n, format);
       ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
       Status st;
       try {
-        st = tail ? batch_norm_clamped(ctx, tail->clamp, tail_finite) : ops_[n]->forward(ctx);
+        if (tail && tail->batch_norm) {
+          st = batch_norm_clamped(ctx, tail->clamp, tail_finite);
+        } else {
+          st = ops_[n]->forward(ctx);
+          if (st && tail) tail_finite = clamp_row(a.out[0]->data<float>(), a.out[0]->numel(), tail->clamp);
+        }
         if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
         if (st && simulated) {
           const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));

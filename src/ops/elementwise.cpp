@@ -918,6 +918,12 @@ bool clamp_row(float* row, int64_t n, Clamp clamp) {
   return worst < 0x7f800000u;  // +Inf's pattern
 }
 
+// ops/fused_tail.h: binary_forward<Add> writes float32 for float32 operands.
+bool clampable_after(const Node& node, std::span<const Tensor* const> inputs) {
+  return node.domain.empty() && node.op_type == "Add" && inputs.size() == 2 && inputs[0] && inputs[1] &&
+         inputs[0]->dtype() == DType::Float32 && inputs[1]->dtype() == DType::Float32;
+}
+
 // ops/fused_tail.h: the clamp clip_forward (or Relu) would apply, for a BatchNormalization to apply row by row.
 std::optional<Clamp> clamp_of(const Node& node, const Tensor& x, std::span<const Tensor* const> inputs) {
   constexpr float kInf = std::numeric_limits<float>::infinity();

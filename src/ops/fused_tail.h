@@ -1,6 +1,7 @@
 // BatchNormalization followed by Relu or Clip (the tail of nearly every CNN's Conv) in one pass: the clamp is
-// applied to each channel row right after the normalisation writes it, while the row is in cache, instead of a
-// second node reading and writing the whole tensor again. The executor fuses only in forward-only runs, where no
+// applied to runs of channels right after the normalisation writes them, while they are in cache, instead of a
+// second node reading and writing the whole tensor again (and the scan reading both). An Add before a Relu gets
+// the clamp right after its kernel, sparing the Relu node and the scans. The executor fuses only in forward-only runs, where no
 // one reads the normalised values but the clamp (ExecutorOptions::release_dead_values).
 #pragma once
 
@@ -29,6 +30,10 @@ std::optional<Clamp> clamp_of(const Node& node, const Tensor& x, std::span<const
 
 // The clamp over row[0, n) in place; whether every value was finite before it.
 bool clamp_row(float* row, int64_t n, Clamp clamp);
+
+// Whether node's output 0 may be clamped right after its own kernel wrote it (clamp_row over the whole output): an
+// Add of float32 operands (resnet's residual Add before its Relu).
+bool clampable_after(const Node& node, std::span<const Tensor* const> inputs);
 
 // Whether batch_norm_clamped can run this BatchNormalization node: inference mode, output 0 alone, float32 X.
 bool batch_norm_clampable(const Node& node, std::span<const Tensor* const> inputs);

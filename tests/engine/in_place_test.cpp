@@ -284,3 +284,28 @@ TEST(InPlace, FusedRunsAndBatchesPropagateAsApart) {
     }
   }
 }
+
+// The residual Add before its Relu, fused: NaN and Inf pass as apart; an Add overflowing to +Inf (3e38 + 3e38,
+// which a Clip would clamp to 6) is still reported, with its operands.
+TEST(InPlace, AnAddWithItsClampPropagatesAndIsReportedAsApart) {
+  for (const char* tail : {"Relu", "Clip"}) {
+    SCOPED_TRACE(tail);
+    GraphBuilder b;
+    b.input("x", DType::Float32, {4})
+        .constant("lo", Tensor::from<float>({}, {0.0f}))
+        .constant("hi", Tensor::from<float>({}, {6.0f}))
+        .node("Neg", {"x"}, {"m"})
+        .node("Abs", {"x"}, {"k"})
+        .node("Add", {"m", "k"}, {"a"});
+    if (std::string(tail) == "Clip") b.node("Clip", {"a", "lo", "hi"}, {"y"});
+    else b.node("Relu", {"a"}, {"y"});
+    const Graph g = b.output("y").build();
+    expect_as_separate_buffers(g, Tensor::from<float>({4}, {kQuietNaN, kPlusInf, -3.0f, 0.5f}));
+    const Tensor big = Tensor::from<float>({4}, {1.0f, -3e38f, 2.0f, -3e38f});
+    expect_as_separate_buffers(g, big);
+    const Executor ex = run(g, true, big);
+    ASSERT_TRUE(ex.forward_event().found);
+    EXPECT_EQ(ex.forward_event().value_name, "a");
+    EXPECT_EQ(ex.forward_event().first_index, std::vector<int64_t>{1});
+  }
+}
