@@ -14,7 +14,6 @@
 #endif
 
 #include "ops/fused_tail.h"
-#include "ops/in_place.h"
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
 #include "graph/constant_folding.h"
@@ -302,22 +301,22 @@ void Executor::release_dead_values(size_t n) {
 
 namespace {
 
-// Node n's output 0 takes the buffer of an input no later node reads, where its kernel allows (ops/in_place.h): an
+// Node n's output 0 takes the buffer of an input no later node reads, where its op allows (OpDef::in_place): an
 // elementwise tail (BatchNormalization, Clip, Relu after a Conv) then rewrites data still in cache instead of
 // filling fresh pages. Only an intermediate value this node alone reads, in one slot: never a graph input, weight
 // or output (last_use keeps those), nor a value a later node reads. `in` then points at the output.
 template <class Kept>
-bool lend_input(const Graph& g, size_t n, std::span<const int64_t> last_use, std::vector<Tensor>& values,
-                std::span<const Tensor*> in, const Kept& kept_by_fold) {
+bool lend_input(const Graph& g, size_t n, const OpDef& op, std::span<const int64_t> last_use,
+                std::vector<Tensor>& values, std::span<const Tensor*> in, const Kept& kept_by_fold) {
   const Node& node = g.nodes[n];
-  if (node.outputs.empty() || node.outputs[0] == kNoValue) return false;
+  if (!op.in_place || node.outputs.empty() || node.outputs[0] == kNoValue) return false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId v = node.inputs[i];
     if (v == kNoValue || g.value(v).kind != ValueKind::Intermediate) continue;
     const auto vi = static_cast<size_t>(v);
     if (last_use[vi] != static_cast<int64_t>(n) || kept_by_fold(v) ||
         std::count(node.inputs.begin(), node.inputs.end(), v) != 1 ||
-        !values[vi].defined() || !may_compute_in_place(node, in, i))
+        !values[vi].defined() || !op.in_place(in, i))
       continue;
     Tensor& out = values[static_cast<size_t>(node.outputs[0])];
     out = std::move(values[vi]);
@@ -455,7 +454,8 @@ Status Executor::forward() {
         std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
         widen_forward_args(scratch, a.in, a.out);
       }
-      const bool lent = lend && half == DType::Undefined && lend_input(g, n, last_use_, values_, a.in, kept_by_fold);
+      const bool lent =
+          lend && half == DType::Undefined && lend_input(g, n, *ops_[n], last_use_, values_, a.in, kept_by_fold);
       const std::optional<Tail> tail =
           lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
       bool tail_finite = true;  // the fused node's own output, before the clamp

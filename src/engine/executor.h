@@ -32,7 +32,7 @@ struct ExecutorOptions {
   // forward-only run (grist run without --dump or --backward) then holds the weights and the live activations,
   // not every activation. value() of a freed id is an undefined tensor; graph outputs are kept; backward()
   // refuses to run. A later forward() recomputes everything (and allocates again). Such a pass (float32) also computes
-  // elementwise tails in place and a BatchNormalization or Add with its Relu/Clip in one pass (ops/in_place.h,
+  // elementwise tails in place and a BatchNormalization or Add with its Relu/Clip in one pass (OpDef::in_place,
   // ops/fused_tail.h), with the same values and the same first-producer report.
   bool release_dead_values = false;
   // Runs constant shape arithmetic once and skips it while its inputs stay (graph/constant_folding.h); a pass with

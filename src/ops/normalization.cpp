@@ -791,11 +791,17 @@ Status layer_norm_bounds(BoundsContext& c) {
   out.set_grid(normalized);
   return Status::ok();
 }
+
+// OpDef::in_place: Y has X's shape and dtype, and batch_norm_forward reads a channel of X (its statistics too, in
+// training mode) before it writes that channel of Y, channels being disjoint.
+bool batch_norm_in_place(std::span<const Tensor* const> in, size_t i) { return i == 0 && in[0] != nullptr; }
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
-  r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
-              batch_norm_bounds});
+  OpDef batch_norm{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
+                   batch_norm_bounds};
+  batch_norm.in_place = batch_norm_in_place;
+  r.add(batch_norm);
   r.add(OpDef{"InstanceNormalization", "", instance_norm_forward, instance_norm_backward, inputs_mask({0, 1, 2}), {},
               instance_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},

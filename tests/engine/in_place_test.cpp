@@ -1,4 +1,4 @@
-// In-place tails (ops/in_place.h): a forward-only run (release_dead_values) computes an elementwise node into the
+// In-place tails (OpDef::in_place): a forward-only run (release_dead_values) computes an elementwise node into the
 // buffer of an input no later node reads. Every graph output, and the first-producer report with the producer's
 // input values, must be those of a run that gives every value a buffer of its own, bit for bit.
 #include <cmath>
