@@ -1,8 +1,8 @@
 // Times grist's forward on ONNX models, single-threaded, for bench/real_models.py (which runs ONNX Runtime and
 // PyTorch beside it) and for finding where the time goes:
 //
-//   build/bench/model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile | --profile-in-order]
-//                           MODEL.onnx[=INPUT.npy] ...
+//   build/bench/model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--forward-only]
+//                           [--profile | --profile-in-order] MODEL.onnx[=INPUT.npy] ...
 //
 // Each model is loaded once; its first float input is INPUT.npy (or uniform [0, 1) noise of its declared
 // shape, batch 1). It prints one JSON line per model: {"model", "samples_ms", "median_ms", "cpu_ms",
@@ -12,8 +12,9 @@
 // the non-finite scan, and its caches are warm), and "ops": those medians summed per op type. --profile-in-order
 // gives the same fields, but each node is timed as part of N whole passes over the graph in order (each node
 // reading the outputs the pass gave it, so its caches hold what a real forward leaves them), plus "pass_ms", the
-// median pass: what a node costs inside a forward, which warm repeats understate. Errors print one line on stderr
-// and exit 2.
+// median pass: what a node costs inside a forward, which warm repeats understate. --forward-only times the forward
+// `grist run` makes (ExecutorOptions::release_dead_values: dead values freed, elementwise tails in place); --profile
+// then re-runs its nodes on a second, full forward's values. Errors print one line on stderr and exit 2.
 #include <time.h>
 
 #include <algorithm>
@@ -45,7 +46,7 @@ using bench::thread_cpu_ms;
 
 struct Options {
   int iters = 20, warmup = 3;
-  bool scan = true, profile = false, in_order = false;
+  bool scan = true, profile = false, in_order = false, forward_only = false;
 };
 
 // One node's kernel with its operands, outputs and scratch, for profile_nodes.
@@ -124,6 +125,7 @@ Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
   const Graph& g = *graph;
   ExecutorOptions eo;
   eo.scan_nonfinite = o.scan;
+  eo.release_dead_values = o.forward_only;
   auto created = Executor::create(g, eo);
   if (!created) return created.error();
   Executor& ex = *created;
@@ -141,6 +143,10 @@ Result<nlohmann::json> time_model(const std::string& spec, const Options& o) {
   nlohmann::json j{{"model", path}, {"samples_ms", samples}, {"median_ms", median(samples)}, {"cpu_ms", cpu},
                    {"median_cpu_ms", median(cpu)}};
   if (o.profile || o.in_order) {
+    if (o.forward_only) {  // the kernels alone re-run on the values a full forward keeps
+      ex.options().release_dead_values = false;
+      GRIST_TRY(ex.forward());
+    }
     auto p = profile_nodes(g, ex, o.iters, o.in_order);
     if (!p) return p.error();
     j.update(*p);
@@ -161,6 +167,8 @@ int main(int argc, char** argv) {
       set_kernel_threads(std::atoi(argv[++i]));
     } else if (a == "--no-scan") {
       o.scan = false;
+    } else if (a == "--forward-only") {
+      o.forward_only = true;
     } else if (a == "--profile") {
       o.profile = true;
     } else if (a == "--profile-in-order") {
@@ -173,7 +181,7 @@ int main(int argc, char** argv) {
     }
   }
   if (models.empty()) {
-    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--profile | --profile-in-order] "
+    std::fprintf(stderr, "usage: model_bench [--iters N] [--warmup N] [--threads N] [--no-scan] [--forward-only] [--profile | --profile-in-order] "
                  "MODEL.onnx[=X.npy]...\n");
     return 2;
   }

@@ -14,7 +14,9 @@ binding costs a fixed amount per call, measured on a one-Identity model with the
 subtracts it, and the ratio
 uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
 figure, below what the subtraction can resolve), the raw one for the CNNs. --baseline times a second grist build
-(main's, say) in the same rounds, for before/after figures under the same load.
+(main's, say) in the same rounds, for before/after figures under the same load. --forward-only times grist's
+forward as `grist run` makes it (model_bench --forward-only: dead values freed, elementwise tails in place and
+fused); --baseline-forward-only asks the same of the baseline (a build whose model_bench has the flag).
 """
 import argparse
 import json
@@ -90,6 +92,8 @@ def main():
     parser.add_argument("--only", help="comma-separated model names")
     parser.add_argument("--json", help="also write every sample to this file")
     parser.add_argument("--baseline", help="another build's model_bench (say, main's), timed in the same rounds")
+    parser.add_argument("--forward-only", action="store_true", help="grist's forward as `grist run` makes it")
+    parser.add_argument("--baseline-forward-only", action="store_true", help="the same for the baseline")
     args = parser.parse_args()
     models_dir = os.path.join(args.build, "e2e-models")
     grist = os.path.join(args.build, "bench", "model_bench")
@@ -111,8 +115,10 @@ def main():
                 case, module, x = prepared[n]
                 grist_args = ["--iters", str(args.iters), "--warmup", str(args.warmup),
                               f"{case}.onnx={case}.input.x.npy"]
-                g = run_json([grist, "--threads", str(args.threads)] + grist_args)
-                base = run_json([args.baseline] + grist_args) if args.baseline else {"samples_ms": [0], "cpu_ms": [0]}
+                forward_only = ["--forward-only"] * args.forward_only
+                g = run_json([grist, "--threads", str(args.threads)] + forward_only + grist_args)
+                base = (run_json([args.baseline] + ["--forward-only"] * args.baseline_forward_only + grist_args)
+                        if args.baseline else {"samples_ms": [0], "cpu_ms": [0]})
                 o = run_json(["node", os.path.join(ROOT, "bench", "ort_time.js"), str(args.iters), str(args.warmup),
                               args.ort_opt, str(args.threads), case + ".onnx", case + ".input.x.npy", identity])
                 wall, cpu = torch_samples(module, x, args.iters, args.warmup)

@@ -1,8 +1,10 @@
 #include "engine/executor.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "util/eigen.h"
 
@@ -11,6 +13,7 @@
 #define GRIST_HAVE_MXCSR 1
 #endif
 
+#include "ops/fused_tail.h"
 #include "ops/kernel_util.h"
 #include "engine/autocast.h"
 #include "graph/constant_folding.h"
@@ -279,18 +282,107 @@ void Executor::note_forward_nonfinite(size_t n) {
   }
 }
 
-// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads.
+// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads, but
+// not what constant folding keeps for the passes after (small shape arithmetic, Constants).
 void Executor::release_dead_values(size_t n) {
   const Node& node = graph_->nodes[n];
-  states_[n] = NodeState{};
+  // clear(), not a fresh NodeState: a std::deque allocates even empty, and most nodes keep nothing.
+  if (!states_[n].saved.empty()) states_[n].saved.clear();
   auto release = [&](ValueId id) {
     const auto i = static_cast<size_t>(id);
     if (id == kNoValue || graph_->value(id).kind != ValueKind::Intermediate) return;
+    const int32_t producer = graph_->value(id).producer;
+    if (producer >= 0 && folds_[static_cast<size_t>(producer)].holds) return;
     if (last_use_[i] <= static_cast<int64_t>(n)) values_[i] = Tensor{};
   };
   for (ValueId in : node.inputs) release(in);
   for (ValueId out : node.outputs) release(out);
 }
+
+namespace {
+
+// Node n's output 0 takes the buffer of an input no later node reads, where its op allows (OpDef::in_place): an
+// elementwise tail (BatchNormalization, Clip, Relu after a Conv) then rewrites data still in cache instead of
+// filling fresh pages. Only an intermediate value this node alone reads, in one slot: never a graph input, weight
+// or output (last_use keeps those), nor a value a later node reads. `in` then points at the output.
+template <class Kept>
+bool lend_input(const Graph& g, size_t n, const OpDef& op, std::span<const int64_t> last_use,
+                std::vector<Tensor>& values, std::span<const Tensor*> in, const Kept& kept_by_fold) {
+  const Node& node = g.nodes[n];
+  if (!op.in_place || node.outputs.empty() || node.outputs[0] == kNoValue) return false;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ValueId v = node.inputs[i];
+    if (v == kNoValue || g.value(v).kind != ValueKind::Intermediate) continue;
+    const auto vi = static_cast<size_t>(v);
+    if (last_use[vi] != static_cast<int64_t>(n) || kept_by_fold(v) ||
+        std::count(node.inputs.begin(), node.inputs.end(), v) != 1 ||
+        !values[vi].defined() || !op.in_place(in, i))
+      continue;
+    Tensor& out = values[static_cast<size_t>(node.outputs[0])];
+    out = std::move(values[vi]);
+    values[vi] = Tensor{};
+    in[i] = &out;
+    return true;
+  }
+  return false;
+}
+
+// A Constant node between a BatchNormalization and its clamp that the clamp alone reads (the limits PyTorch exports
+// for ReLU6): its finite value, which the fused pass reads from the attribute; the node itself need not run. Null
+// for any other node: a non-finite value would be a first producer to report, so its node has to run.
+const Tensor* skippable_limit(const Graph& g, size_t k, size_t clamp) {
+  const Node& node = g.nodes[k];
+  if (!node.domain.empty() || node.op_type != "Constant" || node.outputs.size() != 1) return nullptr;
+  const Value& v = g.value(node.outputs[0]);
+  const Attribute* a = node.attr("value");
+  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 || v.consumers[0] != static_cast<int32_t>(clamp) ||
+      std::find(g.outputs.begin(), g.outputs.end(), node.outputs[0]) != g.outputs.end() || !a || !a->t ||
+      !all_finite(*a->t))
+    return nullptr;
+  return a->t.get();
+}
+
+// Node n as a BatchNormalization or an Add whose output 0 only a Relu or Clip reads, where the two can run as one
+// pass (ops/fused_tail.h): that node, with only such limit Constants between them. The output is then seen by no
+// one but the clamp, nor kept.
+struct Tail {
+  size_t clamp_node = 0;
+  Clamp clamp{};
+  bool batch_norm = false;  // batch_norm_clamped; else the node's own kernel, then clamp_row
+};
+std::optional<Tail> fusable_tail(const Graph& g, size_t n, std::span<const int64_t> last_use,
+                                 const std::vector<Tensor>& values, std::span<const Tensor* const> in) {
+  const Node& node = g.nodes[n];
+  if (node.outputs.empty() || node.outputs[0] == kNoValue) return std::nullopt;
+  const bool batch_norm = batch_norm_clampable(node, in);
+  if (!batch_norm && !clampable_after(node, in)) return std::nullopt;
+  const ValueId mid = node.outputs[0];
+  const Value& v = g.value(mid);
+  if (v.kind != ValueKind::Intermediate || v.consumers.size() != 1 || v.consumers[0] <= static_cast<int32_t>(n) ||
+      last_use[static_cast<size_t>(mid)] != v.consumers[0])
+    return std::nullopt;
+  const auto c = static_cast<size_t>(v.consumers[0]);
+  const Node& next = g.nodes[c];
+  if (next.inputs.empty() || next.inputs.size() > 3 || next.inputs[0] != mid || next.outputs.empty() ||
+      next.outputs[0] == kNoValue)
+    return std::nullopt;
+  std::array<const Tensor*, 3> limits{nullptr, nullptr, nullptr};
+  for (size_t i = 1; i < next.inputs.size(); ++i) {
+    const ValueId lim = next.inputs[i];
+    if (lim == kNoValue) continue;
+    const int32_t producer = g.value(lim).producer;
+    limits[i] = producer > static_cast<int32_t>(n) ? skippable_limit(g, static_cast<size_t>(producer), c)
+                                                   : &values[static_cast<size_t>(lim)];
+    if (!limits[i]) return std::nullopt;
+  }
+  for (size_t k = n + 1; k < c; ++k)
+    if (!skippable_limit(g, k, c)) return std::nullopt;
+  auto clamp = clamp_of(next, *in[0], std::span<const Tensor* const>(limits.data(), next.inputs.size()));
+  if (!clamp) return std::nullopt;
+  return Tail{c, *clamp, batch_norm};
+}
+
+}  // namespace
 
 Status Executor::forward() {
   FlushDenormalsScope ftz(options_.flush_denormals);
@@ -314,69 +406,125 @@ Status Executor::forward() {
   for (ValueId id : g.inputs) refresh(id);
   for (ValueId id : g.initializers) refresh(id);
   // Kept outputs are dropped when the pass cannot keep them or a precision change would round them differently.
-  const bool fold = options_.fold_constants && !options_.release_dead_values;
+  const bool fold = options_.fold_constants;
   if (!fold || options_.precision != fold_precision_) {
     for (auto& m : folds_) m.holds = false;
     fold_precision_ = options_.precision;
   }
-  nodes_run_ = 0;
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
-    auto& a = args_[n];
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      ValueId in = node.inputs[i];
-      if (in == kNoValue) {
-        a.in[i] = nullptr;
+  // Forward-only runs compute elementwise tails in place (lend_input) and a BatchNormalization or Add with the Relu
+  // or Clip after it in one pass (fusable_tail). A node run in place has lost its input, a fused node its unclamped
+  // output, so when the scan finds either the first producer of a NaN/Inf (whose report reads both) the pass runs
+  // again with every node apart and every output in a buffer of its own: same inputs, same random draws, same
+  // values; only that pass costs twice.
+  const bool in_place = options_.release_dead_values && options_.precision == Precision::Fp32;
+  const Rng start = rng_;
+  auto kept_by_fold = [this](ValueId v) {
+    const int32_t producer = graph_->value(v).producer;
+    return producer >= 0 && folds_[static_cast<size_t>(producer)].holds;
+  };
+  for (bool lend = in_place;; lend = false) {
+    bool redo_apart = false;
+    nodes_run_ = 0;
+    for (size_t n = 0; n < g.nodes.size(); ++n) {
+      const Node& node = g.nodes[n];
+      auto& a = args_[n];
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        ValueId in = node.inputs[i];
+        if (in == kNoValue) {
+          a.in[i] = nullptr;
+          continue;
+        }
+        GRIST_CHECK(is_set_[static_cast<size_t>(in)], "node '{}' ({}) needs '{}', which was not given", node.name,
+                    node.op_type, g.value(in).name);
+        a.in[i] = &values_[static_cast<size_t>(in)];
+      }
+      if (fold && folds_[n].holds && fold_holds(n)) {
+        if (options_.release_dead_values) release_dead_values(n);  // the activations it read the shape of
         continue;
       }
-      GRIST_CHECK(is_set_[static_cast<size_t>(in)], "node '{}' ({}) needs '{}', which was not given", node.name,
-                  node.op_type, g.value(in).name);
-      a.in[i] = &values_[static_cast<size_t>(in)];
-    }
-    if (fold && folds_[n].holds && fold_holds(n)) continue;
-    // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
-    folds_[n].holds = false;
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      ValueId out = node.outputs[o];
-      a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
-    }
-    const DType half = node_half_type(*ops_[n], a.in);
-    HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
-    if (half != DType::Undefined) {
-      std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
-      widen_forward_args(scratch, a.in, a.out);
-    }
-    const bool simulated = format != DType::Undefined && half == DType::Undefined;
-    if (simulated && autocast) cast_autocast_inputs(n, format);
-    ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
-    Status st;
-    try {
-      st = ops_[n]->forward(ctx);
-      if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
-      if (st && simulated) {
-        const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
-        for (ValueId out : node.outputs) {
-          if (out == kNoValue) continue;
-          round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
-                                 rounded ? format : DType::Undefined);
-          in_format_[static_cast<size_t>(out)] = rounded;
+      // From here the node's outputs are rewritten: they are kept again only once this run has succeeded.
+      folds_[n].holds = false;
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        ValueId out = node.outputs[o];
+        a.out[o] = out == kNoValue ? nullptr : &values_[static_cast<size_t>(out)];
+      }
+      const DType half = node_half_type(*ops_[n], a.in);
+      HalfScratch scratch{a.wide_in, a.wide_grad_in, a.wide_out, a.wide_grad_out};
+      if (half != DType::Undefined) {
+        std::fill(a.cast_version.begin(), a.cast_version.end(), 0);  // wide_in now holds widened half inputs
+        widen_forward_args(scratch, a.in, a.out);
+      }
+      const bool lent =
+          lend && half == DType::Undefined && lend_input(g, n, *ops_[n], last_use_, values_, a.in, kept_by_fold);
+      const std::optional<Tail> tail =
+          lend && half == DType::Undefined ? fusable_tail(g, n, last_use_, values_, a.in) : std::nullopt;
+      bool tail_finite = true;  // the fused node's own output, before the clamp
+      const bool simulated = format != DType::Undefined && half == DType::Undefined;
+      if (simulated && autocast) cast_autocast_inputs(n, format);
+      ForwardContext ctx{node, a.in, a.out, states_[n], rng_, options_.dropout_training};
+      Status st;
+      try {
+        if (tail && tail->batch_norm) {
+          st = batch_norm_clamped(ctx, tail->clamp, tail_finite);
+        } else {
+          st = ops_[n]->forward(ctx);
+          if (st && tail) tail_finite = clamp_row(a.out[0]->data<float>(), a.out[0]->numel(), tail->clamp);
+        }
+        if (st && half != DType::Undefined) narrow_forward_outputs(scratch, half, g, node, values_);
+        if (st && simulated) {
+          const bool rounded = !node.keep_float32 && (!autocast || autocast_output_in_format(n));
+          for (ValueId out : node.outputs) {
+            if (out == kNoValue) continue;
+            round_to_format_noting(out, values_[static_cast<size_t>(out)], node.inputs,
+                                   rounded ? format : DType::Undefined);
+            in_format_[static_cast<size_t>(out)] = rounded;
+          }
+        }
+      } catch (const TensorTooLarge& e) {
+        return too_large(node, e);
+      }
+      if (!st) return st;
+      for (ValueId out : node.outputs)
+        if (out != kNoValue) {
+          is_set_[static_cast<size_t>(out)] = 1;
+          ++version_[static_cast<size_t>(out)];
+        }
+      if (options_.scan_nonfinite && tail) {
+        finite_[static_cast<size_t>(node.outputs[0])] = tail_finite;
+        bool inputs_finite = true;
+        for (ValueId in : node.inputs)
+          if (in != kNoValue && !finite_[static_cast<size_t>(in)]) inputs_finite = false;
+        if (!tail_finite && inputs_finite && !forward_event_.found) {
+          redo_apart = true;
+          break;
+        }
+      } else if (options_.scan_nonfinite) {
+        note_forward_nonfinite(n);
+        if (lent && forward_event_.found && forward_event_.node == static_cast<int32_t>(n)) {
+          redo_apart = true;
+          break;
         }
       }
-    } catch (const TensorTooLarge& e) {
-      return too_large(node, e);
-    }
-    if (!st) return st;
-    for (ValueId out : node.outputs)
-      if (out != kNoValue) {
-        is_set_[static_cast<size_t>(out)] = 1;
-        ++version_[static_cast<size_t>(out)];
+      if (options_.release_dead_values) release_dead_values(n);
+      ++nodes_run_;
+      if (fold && folds_[n].candidate) remember_fold(n);
+      if (tail) {  // the Relu or Clip has run too (the limit Constants before it need not): it takes the values
+        const auto mid = static_cast<size_t>(node.outputs[0]);
+        n = tail->clamp_node;
+        const auto y = static_cast<size_t>(g.nodes[n].outputs[0]);
+        values_[y] = std::move(values_[mid]);
+        values_[mid] = Tensor{};
+        is_set_[y] = 1;
+        ++version_[y];
+        if (options_.scan_nonfinite) finite_[y] = tail_finite || all_finite(values_[y]);
+        release_dead_values(n);
+        ++nodes_run_;
       }
-    if (options_.scan_nonfinite) note_forward_nonfinite(n);
-    if (options_.release_dead_values) release_dead_values(n);
-    ++nodes_run_;
-    if (fold && folds_[n].candidate) remember_fold(n);
+    }
+    if (!redo_apart) return Status::ok();
+    forward_event_ = {};
+    rng_ = start;
   }
-  return Status::ok();
 }
 
 // A folded node's inputs are those its kept outputs were computed from.
@@ -414,6 +562,11 @@ void Executor::remember_fold(size_t n) {
     m.candidate = m.holds = false;
     return;
   }
+  // A pass that frees its values keeps no large Constant (weights exported as Constants) for the next: it would hold
+  // a second copy of it all along. A pass that keeps every value still folds it.
+  if (options_.release_dead_values)
+    for (ValueId out : node.outputs)
+      if (out != kNoValue && values_[static_cast<size_t>(out)].numel() > kMaxFoldedElements) return;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ValueId in = node.inputs[i];
     if (in == kNoValue) continue;

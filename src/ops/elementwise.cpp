@@ -7,14 +7,17 @@
 // Sign, Min/Max and Clip), and nothing is clamped or nudged by an epsilon. Integer arithmetic wraps
 // around like numpy and PyTorch rather than being undefined behaviour.
 #include <algorithm>
+#include <array>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <type_traits>
 
 #include "ops/elementwise_broadcast.h"
+#include "ops/fused_tail.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 
@@ -898,6 +901,45 @@ Status identity_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+// ops/fused_tail.h: clip_forward's clamp over one row, in place, and whether every value was finite before it, in
+// one pass. The test is engine/nonfinite.cpp's (the largest sign-cleared bit pattern against +Inf's): an integer
+// max vectorises with the clamp, where a bool accumulated from std::isfinite does not.
+bool clamp_row(float* row, int64_t n, Clamp clamp) {
+  const float lo = clamp.lo, hi = clamp.hi;
+  uint32_t worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = row[i];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    worst = std::max(worst, bits & 0x7fffffffu);
+    const float raised = v < lo ? lo : v;
+    row[i] = raised > hi ? hi : raised;
+  }
+  return worst < 0x7f800000u;  // +Inf's pattern
+}
+
+// ops/fused_tail.h: binary_forward<Add> writes float32 for float32 operands.
+bool clampable_after(const Node& node, std::span<const Tensor* const> inputs) {
+  return node.domain.empty() && node.op_type == "Add" && inputs.size() == 2 && inputs[0] && inputs[1] &&
+         inputs[0]->dtype() == DType::Float32 && inputs[1]->dtype() == DType::Float32;
+}
+
+// ops/fused_tail.h: the clamp clip_forward (or Relu) would apply, for a BatchNormalization to apply row by row.
+std::optional<Clamp> clamp_of(const Node& node, const Tensor& x, std::span<const Tensor* const> inputs) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  if (!node.domain.empty() || x.dtype() != DType::Float32) return std::nullopt;
+  if (node.op_type == "Relu") return Clamp{0.0f, kInf};
+  if (node.op_type != "Clip" || inputs.size() > 3) return std::nullopt;
+  std::array<const Tensor*, 3> in{&x, nullptr, nullptr};
+  for (size_t i = 1; i < inputs.size(); ++i) in[i] = inputs[i];
+  auto limits = clip_limits<float>(node, std::span<const Tensor* const>(in.data(), std::max<size_t>(inputs.size(), 1)));
+  if (!limits) return std::nullopt;
+  const float lo = limits->lo, hi = limits->hi;
+  if (std::isnan(lo) || std::isnan(hi) || lo == kInf || hi == -kInf) return std::nullopt;
+  return Clamp{lo, hi};
+}
+
+
 namespace {
 
 // How these ops fail (GRIST.md §2): the condition on an operand and the objective that drives it there.
@@ -1108,44 +1150,71 @@ Status mean_bounds(BoundsContext& c) {
   }
   return Status::ok();
 }
+
+// OpDef::in_place for maps of one operand (unary ops, Clip, whose limits are scalars): each writes y[i] from x[i].
+bool first_operand_in_place(std::span<const Tensor* const> in, size_t i) { return i == 0 && in[0] != nullptr; }
+
+// OpDef::in_place for broadcasting binary ops: an operand already of the broadcast's shape and of the others'
+// dtype; for_each_pair then reads that operand at the output's own flat index.
+bool full_operand_in_place(std::span<const Tensor* const> in, size_t i) {
+  const Tensor* donor = in[i];
+  if (donor == nullptr) return false;
+  for (size_t k = 0; k < in.size(); ++k) {
+    if (k == i || in[k] == nullptr) continue;
+    Shape joint;
+    if (in[k]->dtype() != donor->dtype() || !broadcast_shapes(donor->shape(), in[k]->shape(), joint) ||
+        joint != donor->shape())
+      return false;
+  }
+  return true;
+}
 }  // namespace
 
 void register_elementwise_ops(OpRegistry& r) {
+  // Ops whose output 0 may take a dead operand's buffer (OpDef::in_place).
+  auto unary = [&](OpDef d) {
+    d.in_place = first_operand_in_place;
+    r.add(d);
+  };
+  auto binary = [&](OpDef d) {
+    d.in_place = full_operand_in_place;
+    r.add(d);
+  };
   const uint32_t first = inputs_mask({0});
-  r.add(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first, {}, neg_bounds, kElementwise});
-  r.add(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds, kElementwise});
-  r.add(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select, kElementwise});
-  r.add(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select, kElementwise});
-  r.add(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds, kElementwise});
-  r.add(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds, kElementwise});
-  r.add(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, exp_bounds, kElementwise});
-  r.add(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded, kElementwise});
-  r.add(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds, kElementwise});
-  r.add(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, sigmoid_bounds, kElementwise});
-  r.add(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, tanh_bounds, kElementwise});
-  r.add(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds, kElementwise});
-  r.add(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds, kElementwise});
-  r.add(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds, kElementwise});
-  r.add(OpDef{"HardSigmoid", "", unary_forward<HardSigmoid>, unary_backward<HardSigmoid>, first, {}, hard_sigmoid_bounds,
+  unary(OpDef{"Neg", "", unary_forward<Neg>, unary_backward<Neg>, first, {}, neg_bounds, kElementwise});
+  unary(OpDef{"Abs", "", unary_forward<Abs>, unary_backward<Abs>, first, {}, abs_bounds, kElementwise});
+  unary(OpDef{"Sign", "", unary_forward<Sign>, unary_backward<Sign>, first, {}, bounds_select, kElementwise});
+  unary(OpDef{"Relu", "", unary_forward<Relu>, unary_backward<Relu>, first, {}, bounds_select, kElementwise});
+  unary(OpDef{"LeakyRelu", "", unary_forward<LeakyRelu>, unary_backward<LeakyRelu>, first, {}, leaky_relu_bounds, kElementwise});
+  unary(OpDef{"Sqrt", "", unary_forward<Sqrt>, unary_backward<Sqrt>, first, kSqrtHazards, sqrt_bounds, kElementwise});
+  unary(OpDef{"Exp", "", unary_forward<Exp>, unary_backward<Exp>, first, kExpHazards, exp_bounds, kElementwise});
+  unary(OpDef{"Log", "", unary_forward<Log>, unary_backward<Log>, first, kLogHazards, bounds_monotone_rounded, kElementwise});
+  unary(OpDef{"Reciprocal", "", unary_forward<Reciprocal>, unary_backward<Reciprocal>, first, kReciprocalHazards, reciprocal_bounds, kElementwise});
+  unary(OpDef{"Sigmoid", "", unary_forward<Sigmoid>, unary_backward<Sigmoid>, first, {}, sigmoid_bounds, kElementwise});
+  unary(OpDef{"Tanh", "", unary_forward<Tanh>, unary_backward<Tanh>, first, {}, tanh_bounds, kElementwise});
+  unary(OpDef{"Softplus", "", unary_forward<Softplus>, unary_backward<Softplus>, first, {}, softplus_bounds, kElementwise});
+  unary(OpDef{"Softsign", "", unary_forward<Softsign>, unary_backward<Softsign>, first, {}, unit_bounds, kElementwise});
+  unary(OpDef{"Erf", "", unary_forward<Erf>, unary_backward<Erf>, first, {}, unit_bounds, kElementwise});
+  unary(OpDef{"HardSigmoid", "", unary_forward<HardSigmoid>, unary_backward<HardSigmoid>, first, {}, hard_sigmoid_bounds,
               kElementwise});
-  r.add(OpDef{"HardSwish", "", unary_forward<HardSwish>, unary_backward<HardSwish>, first, {}, hard_swish_bounds,
+  unary(OpDef{"HardSwish", "", unary_forward<HardSwish>, unary_backward<HardSwish>, first, {}, hard_swish_bounds,
               kElementwise});
-  r.add(OpDef{"Elu", "", unary_forward<Elu>, unary_backward<Elu>, first, {}, elu_bounds, kElementwise});
-  r.add(OpDef{"Selu", "", unary_forward<Selu>, unary_backward<Selu>, first, {}, selu_bounds, kElementwise});
-  r.add(OpDef{"Celu", "", unary_forward<Celu>, unary_backward<Celu>, first, {}, celu_bounds, kElementwise});
-  r.add(OpDef{"ThresholdedRelu", "", unary_forward<ThresholdedRelu>, unary_backward<ThresholdedRelu>, first, {},
+  unary(OpDef{"Elu", "", unary_forward<Elu>, unary_backward<Elu>, first, {}, elu_bounds, kElementwise});
+  unary(OpDef{"Selu", "", unary_forward<Selu>, unary_backward<Selu>, first, {}, selu_bounds, kElementwise});
+  unary(OpDef{"Celu", "", unary_forward<Celu>, unary_backward<Celu>, first, {}, celu_bounds, kElementwise});
+  unary(OpDef{"ThresholdedRelu", "", unary_forward<ThresholdedRelu>, unary_backward<ThresholdedRelu>, first, {},
               thresholded_relu_bounds, kElementwise});
-  r.add(OpDef{"Mish", "", unary_forward<Mish>, unary_backward<Mish>, first, {}, mish_bounds, kElementwise});
-  r.add(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
-  r.add(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
-  r.add(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});
+  unary(OpDef{"Mish", "", unary_forward<Mish>, unary_backward<Mish>, first, {}, mish_bounds, kElementwise});
+  unary(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
+  unary(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
+  unary(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});
 
   const uint32_t both = inputs_mask({0, 1});
-  r.add(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both, {}, add_bounds, kElementwise});
-  r.add(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds, kElementwise});
-  r.add(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds, kElementwise});
-  r.add(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds, kElementwise});
-  r.add(OpDef{"PRelu", "", binary_forward<PRelu>, binary_backward<PRelu>, both, {}, prelu_bounds, kElementwise});
+  binary(OpDef{"Add", "", binary_forward<Add>, binary_backward<Add>, both, {}, add_bounds, kElementwise});
+  binary(OpDef{"Sub", "", binary_forward<Sub>, binary_backward<Sub>, both, {}, sub_bounds, kElementwise});
+  binary(OpDef{"Mul", "", binary_forward<Mul>, binary_backward<Mul>, both, {}, mul_bounds, kElementwise});
+  binary(OpDef{"Div", "", binary_forward<Div>, binary_backward<Div>, both, kDivHazards, div_bounds, kElementwise});
+  binary(OpDef{"PRelu", "", binary_forward<PRelu>, binary_backward<PRelu>, both, {}, prelu_bounds, kElementwise});
   r.add(OpDef{"Pow", "", pow_forward, pow_backward, both, kPowHazards, pow_bounds, kElementwise});
 
   r.add(OpDef{"Sum", "", variadic_forward<SumFold>, sum_mean_backward<SumFold>, kAllInputs, {}, sum_bounds, kElementwise});
@@ -1153,7 +1222,7 @@ void register_elementwise_ops(OpRegistry& r) {
   r.add(OpDef{"Max", "", variadic_forward<MaxFold>, select_backward, kAllInputs, {}, bounds_select, kElementwise});
   r.add(OpDef{"Min", "", variadic_forward<MinFold>, select_backward, kAllInputs, {}, bounds_select, kElementwise});
 
-  r.add(OpDef{"Clip", "", clip_forward, clip_backward, first, {}, clip_bounds, kElementwise});
+  unary(OpDef{"Clip", "", clip_forward, clip_backward, first, {}, clip_bounds, kElementwise});
   r.add(OpDef{"Identity", "", identity_forward, identity_backward, first, {}, bounds_select, kElementwise});
 }
 

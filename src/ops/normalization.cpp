@@ -7,6 +7,7 @@
 #include <span>
 #include <string_view>
 
+#include "ops/fused_tail.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 #include "util/eigen.h"
@@ -582,6 +583,45 @@ Status dropout_backward(BackwardContext& ctx) {
 
 }  // namespace
 
+// ops/fused_tail.h.
+bool batch_norm_clampable(const Node& node, std::span<const Tensor* const> inputs) {
+  if (!node.domain.empty() || node.op_type != "BatchNormalization" || batch_norm_training(node)) return false;
+  for (size_t o = 1; o < node.outputs.size(); ++o)
+    if (node.outputs[o] != kNoValue) return false;
+  return !inputs.empty() && inputs[0] != nullptr && inputs[0]->dtype() == DType::Float32;
+}
+
+// batch_norm_forward's inference arithmetic (the same normalize_channel), then clip_forward's clamp on the rows
+// just written. No statistics are kept: a forward-only run has no backward to read them.
+Status batch_norm_clamped(ForwardContext& ctx, Clamp clamp, bool& finite) {
+  BatchNormLayout l;
+  GRIST_TRY(batch_norm_layout(ctx.node, ctx.inputs, l));
+  const Tensor& x = *ctx.input(0);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  const auto d = batch_norm_data<float>(ctx.inputs);
+  const float eps = static_cast<float>(ctx.node.attr_float("epsilon", 1e-5));
+  // Batch 1 clamps runs of whole channels (contiguous there) of about kRun values: a late layer's channel is a few
+  // values, far below the clamp's per-call cost, an early one's the run alone, still in cache. Batches clamp the
+  // whole tensor after.
+  constexpr int64_t kRun = 4096;
+  float* out = y.data<float>();
+  bool nonfinite = false;
+  int64_t clamped = 0;  // channels clamped so far (batch 1)
+  for (int64_t c = 0; c < l.channels; ++c) {
+    const float a = d.scale[c] * (1.0f / std::sqrt(d.var[c] + eps));
+    normalize_channel(l, c, d.x, d.mean[c], a, d.bias[c], out);
+    if (l.batch == 1 && ((c + 1 - clamped) * l.inner >= kRun || c + 1 == l.channels)) {
+      const bool run_finite = clamp_row(out + clamped * l.inner, (c + 1 - clamped) * l.inner, clamp);
+      nonfinite |= !run_finite;
+      clamped = c + 1;
+    }
+  }
+  if (l.batch != 1) nonfinite = !clamp_row(out, y.numel(), clamp);
+  finite = !nonfinite;
+  return Status::ok();
+}
+
 namespace {
 // Interval transfer (grist scan). Training may be on whatever the node says (the hunt trains with it), so
 // y = x·m/(1 − ratio), m ∈ {0, 1}: y lies between 0 and x/(1 − ratio_hi). An unknown ratio input has the
@@ -751,11 +791,17 @@ Status layer_norm_bounds(BoundsContext& c) {
   out.set_grid(normalized);
   return Status::ok();
 }
+
+// OpDef::in_place: Y has X's shape and dtype, and batch_norm_forward reads a channel of X (its statistics too, in
+// training mode) before it writes that channel of Y, channels being disjoint.
+bool batch_norm_in_place(std::span<const Tensor* const> in, size_t i) { return i == 0 && in[0] != nullptr; }
 }  // namespace
 
 void register_normalization_ops(OpRegistry& r) {
-  r.add(OpDef{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
-              batch_norm_bounds});
+  OpDef batch_norm{"BatchNormalization", "", batch_norm_forward, batch_norm_backward, inputs_mask({0, 1, 2}), {},
+                   batch_norm_bounds};
+  batch_norm.in_place = batch_norm_in_place;
+  r.add(batch_norm);
   r.add(OpDef{"InstanceNormalization", "", instance_norm_forward, instance_norm_backward, inputs_mask({0, 1, 2}), {},
               instance_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},

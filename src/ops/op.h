@@ -76,6 +76,11 @@ using BackwardFn = Status (*)(BackwardContext&);
 // The output shapes (one per node output) from the input shapes and the known operand values alone, without
 // running the kernel on data. An error where the rule needs what it was not given.
 using ShapeFn = Status (*)(const ShapeContext&, std::vector<Shape>& outputs);
+// Whether output 0 may be computed into input i's own buffer, for these inputs: the output then has that input's
+// dtype and shape, and the kernel reads each element of it before writing the same element of the output, and
+// no other element after (elementwise maps; BatchNormalization's channels). The executor asks only in
+// forward-only runs, for an input no later node reads.
+using InPlaceFn = bool (*)(std::span<const Tensor* const> inputs, size_t i);
 
 // What analyses may assume about an op without knowing its name (OpDef::traits, bits).
 enum OpTrait : uint32_t {
@@ -114,6 +119,8 @@ struct OpDef {
   // Bit i set: input i is a probability (Dropout's ratio): a graph input left unstated there is taken in
   // RANUM's default [0.1, 0.9].
   uint32_t probability_inputs = 0;
+  // Null: the output always gets a buffer of its own.
+  InPlaceFn in_place = nullptr;
 
   bool has(OpTrait t) const { return (traits & t) != 0; }
 };
