@@ -69,6 +69,13 @@ struct SearchConfig {
   // the failure later, so that input-reached findings become training-reached or weights-perturbed
   // (docs/RESULTS.md, session 6).
   bool stall_rule = false;
+  // With craft_early (hunt/bench --craft-early) the two clocks are decoupled: crafted training joins as soon as
+  // the inputs' objective stalls (the stall rule's test above, after 1 s at the least), or at the inputs' clock
+  // when that comes first, while the weights keep the clock: crafted training then runs at least until the
+  // weights would have joined without it (the inputs' clock, then crafting's share), so they join no sooner. Crafted training is a
+  // program run (training-reached), so a toy whose own training drifts to the failure stays class 1 or 2
+  // unless crafting also misses it. Models that do not train keep the clock. Off with --faithful.
+  bool craft_early = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the

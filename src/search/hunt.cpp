@@ -548,11 +548,16 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
-    if (by_iterations)
-      return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
-    if (elapsed >= 0.5 * budget_s) return true;
-    if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
-    return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+    const bool clock_over = [&] {
+      if (by_iterations)
+        return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+      if (elapsed >= 0.5 * budget_s) return true;
+      if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
+      return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+    }();
+    // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
+    if (clock_over || !cfg_.craft_early || !can_craft_training()) return clock_over;
+    return stalled(it, elapsed, budget_s, it - inputs_moved_at_ > kFrozen ? kFrozen : kInputsWindow);
   }
   if (by_iterations)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
@@ -573,10 +578,25 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   out.strategy = "grist+training";
   out.training_from = it;
   training_until_s_ = elapsed + std::min(cfg_.training_share * std::max(0.0, budget_s - elapsed), cfg_.training_s);
-  training_budget_s_ = training_until_s_ - elapsed;
   if (cfg_.max_iterations > 0)
     training_until_it_ =
         it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
+  if (cfg_.craft_early && !cfg_.stall_rule) {
+    // Crafting began before the inputs' clock ran out: it keeps the stage until the weights would have joined
+    // without it (the inputs' clock, then crafting's share of what was left), so that weights-perturbed
+    // findings come no sooner than they did.
+    const double clock_s = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+    training_until_s_ = std::max(training_until_s_,
+                                 clock_s + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s), cfg_.training_s));
+    if (cfg_.max_iterations > 0) {
+      const auto clock_it =
+          static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
+      training_until_it_ = std::max<int64_t>(
+          training_until_it_, clock_it + static_cast<int64_t>(cfg_.training_share *
+                                                              static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - clock_it))));
+    }
+  }
+  training_budget_s_ = training_until_s_ - elapsed;
   // The crafted batches start from the batch the program would train on next; the witness starts from the
   // weights and optimizer state that its own training produced until now.
   crafted_ = batch_;

@@ -234,3 +234,28 @@ TEST(FindingClass, CraftedTrainingThatStallsHandsOverToTheWeightsEarly) {
   EXPECT_EQ(clocked.training_from, 51);
   EXPECT_EQ(clocked.weights_from, 125);  // 51 + half of the 149 iterations left
 }
+
+// craft_early decouples the two clocks: crafted training joins once the inputs' objective stalls (here at once:
+// x is pinned at its clip bound 1 and 1.5 − x·w stands at 0.5), long before the inputs' quarter of the budget
+// (iteration 51), while the weights still join where the clock has them (iteration 125: 51 + half of the 149
+// left). What crafting reaches is training-reached.
+TEST(FindingClass, CraftEarlyJoinsCraftedTrainingOnTheInputsStallAndKeepsTheWeightsClock) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.search.craft_early = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_GT(o.training_from, 1);
+  EXPECT_LE(o.training_from, 1 + 20 + 1);  // the inputs' stall window (kInputsWindow iterations)
+  HazardOutcome clocked = hunt_first(l.graph, toy_manifest(l, true));
+  ASSERT_TRUE(clocked.triggered);
+  EXPECT_LT(o.iterations, clocked.iterations);
+
+  // Crafting that cannot move the weight (lr 1e-9) keeps its stage until the weights' clock, not its own stall.
+  m.train.optimizer.lr = 1e-9;
+  m.search.weight_change = 0.01;
+  HazardOutcome stuck = hunt_first(l.graph, m);
+  EXPECT_LE(stuck.training_from, 1 + 20 + 1);
+  EXPECT_EQ(stuck.weights_from, 125);
+}
