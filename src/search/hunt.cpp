@@ -557,7 +557,11 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
     }();
     // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
     if (clock_over || !cfg_.craft_early || !can_craft_training()) return clock_over;
-    return stalled(it, elapsed, budget_s, it - inputs_moved_at_ > kFrozen ? kFrozen : kInputsWindow);
+    // Handing over to crafting costs no class, so a short window: a few iterations without progress (a CNN's
+    // iteration can take 0.3 s, and the stall rule's 20 would be most of the clock).
+    if (cfg_.max_iterations <= 0 && elapsed - stage_from_s_ < std::min(kStageFloorSeconds, 0.25 * budget_s))
+      return false;
+    return it - stage_improved_at_ > kFrozen;
   }
   if (by_iterations)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
