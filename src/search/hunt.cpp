@@ -100,6 +100,7 @@ class TargetSearch {
   bool can_craft_training() const;
   void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   bool training_phase_over(int64_t it, double elapsed) const;
+  bool hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out);
   void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
   void keep_objective_weight_gradient();
@@ -238,6 +239,7 @@ class TargetSearch {
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
   std::optional<GradScalerState> training_start_scaler_;
+  bool crafting_handed_back_ = false;  // craft_early: crafting filled the witness early and was undone (below)
 
   // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
   // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
@@ -323,6 +325,7 @@ Status TargetSearch::setup() {
   training_start_weights_.clear();
   training_start_state_.reset();
   training_start_scaler_.reset();
+  crafting_handed_back_ = false;
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -619,6 +622,26 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   if (crafted_bytes_ >= kMaxCraftedBytes) return true;
   if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return true;
   return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
+}
+
+// craft_early: crafted batches that fill the witness's share before the weights' clock would let the weights
+// join early (a model of small iterations fills 128 MB in well under a second). Instead the crafted steps are
+// undone (the weights and optimizer state back to what the program's own training had reached) and the program's
+// own training goes on until the clock: the hazard stays reachable by the inputs and the program's own drift.
+bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out) {
+  if (!cfg_.craft_early || cfg_.stall_rule || crafted_bytes_ < kMaxCraftedBytes) return false;
+  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  for (ValueId id : params_) ex_->mutable_value(id).copy_from(training_start_weights_.at(g_.value(id).name));
+  if (training_start_state_) opt_->set_state(*training_start_state_);
+  if (scaler_ && training_start_scaler_) scaler_->set_state(*training_start_scaler_);
+  crafted_steps_.clear();
+  crafted_bytes_ = 0;
+  crafting_handed_back_ = true;
+  phase_ = Phase::Inputs;
+  search_ids_ = data_ids_;
+  out.strategy = "grist";
+  out.training_from = 0;
+  return true;
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
@@ -1117,7 +1140,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         enter_weights_phase(it, elapsed, budget_s, out);
       }
     }
-    if (training_phase_over(it, elapsed)) {
+    if (crafting_handed_back_ && phase_ == Phase::Inputs && !stepped_weights_.empty() &&
+        (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_)) {
+      crafting_handed_back_ = false;
+      enter_weights_phase(it, elapsed, budget_s, out);
+    }
+    if (training_phase_over(it, elapsed) && !hand_back_crafting(it, elapsed, out)) {
       if (!stepped_weights_.empty()) {
         enter_weights_phase(it, elapsed, budget_s, out);
       } else {
