@@ -34,6 +34,7 @@ struct BenchFlags {
   std::string reach = "weights";
   bool no_replay = false;
   bool stall_rule = false;
+  bool craft_early = false;
   std::string precision;  // empty: each manifest's
   bool quiet = false;
   bool fix = false;
@@ -173,6 +174,8 @@ int bench_main(const BenchFlags& f) {
   o.no_weights = f.reach != "weights";
   o.no_training = f.reach == "inputs";
   o.stall_rule = f.stall_rule;
+  o.craft_early = f.craft_early;
+  if (o.craft_early && o.stall_rule) return fail("--craft-early and --stall-rule: one rule for when crafted training joins");
   if (!f.precision.empty()) {
     auto p = parse_precision(f.precision);
     if (!p) return fail(fmt::format("--precision: {}", p.message()));
@@ -286,6 +289,9 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--stall-rule", f->stall_rule,
                 "every hunt ends each stage when the search stalls instead of on its share of the budget (grist hunt "
                 "--stall-rule)");
+  cmd->add_flag("--craft-early", f->craft_early,
+                "every hunt lets crafted training join when the inputs' objective stalls, the weights keeping their "
+                "clock (grist hunt --craft-early)");
   cmd->add_option("--precision", f->precision,
                   "override every manifest's [numerics] precision: fp32, fp16, bf16, amp-fp16, amp-bf16");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");

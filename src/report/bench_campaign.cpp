@@ -208,6 +208,7 @@ nlohmann::json campaign_config(const BenchOptions& o, const std::vector<std::str
           {"reach", reach_of(o)},
           {"replay", static_cast<bool>(o.replay)},
           {"stall_rule", o.stall_rule},
+          {"craft_early", o.craft_early},
           {"precision", o.precision ? std::string(precision_name(*o.precision)) : std::string()},
           {"subjects", list}};
 }

@@ -121,6 +121,7 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (o.no_weights) h.manifest.search.weight_change = 0;
     if (o.no_training) h.manifest.search.training_share = 0;
     if (o.stall_rule) h.manifest.search.stall_rule = true;
+    if (o.craft_early) h.manifest.search.craft_early = true;
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     const auto hunt_start = std::chrono::steady_clock::now();

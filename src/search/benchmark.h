@@ -28,6 +28,7 @@ struct BenchOptions {
   // How far the search may go beyond the inputs (SearchConfig): no weight search, no crafted training.
   bool no_weights = false, no_training = false;
   bool stall_rule = false;  // every hunt's stages end when the search stalls (SearchConfig::stall_rule)
+  bool craft_early = false;  // crafted training joins when the inputs stall (SearchConfig::craft_early)
   std::optional<Precision> precision;  // override every manifest's [numerics] precision (bench --precision)
   std::function<void(const std::string& subject, int run, int runs_done, int runs_total)> on_run;
   // Replays a trigger's witness the way `grist replay` does (the caller writes and reads it): true when the

@@ -100,6 +100,7 @@ class TargetSearch {
   bool can_craft_training() const;
   void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   bool training_phase_over(int64_t it, double elapsed) const;
+  bool hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out);
   void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
   void keep_objective_weight_gradient();
@@ -238,6 +239,7 @@ class TargetSearch {
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
   std::optional<GradScalerState> training_start_scaler_;
+  bool crafting_handed_back_ = false;  // craft_early: crafting filled the witness early and was undone (below)
 
   // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
   // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
@@ -323,6 +325,7 @@ Status TargetSearch::setup() {
   training_start_weights_.clear();
   training_start_state_.reset();
   training_start_scaler_.reset();
+  crafting_handed_back_ = false;
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -548,11 +551,20 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
-    if (by_iterations)
-      return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
-    if (elapsed >= 0.5 * budget_s) return true;
-    if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
-    return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+    const bool clock_over = [&] {
+      if (by_iterations)
+        return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+      if (elapsed >= 0.5 * budget_s) return true;
+      if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
+      return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+    }();
+    // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
+    if (clock_over || !cfg_.craft_early || !can_craft_training()) return clock_over;
+    // Handing over to crafting costs no class, so a short window: a few iterations without progress (a CNN's
+    // iteration can take 0.3 s, and the stall rule's 20 would be most of the clock).
+    if (cfg_.max_iterations <= 0 && elapsed - stage_from_s_ < std::min(kStageFloorSeconds, 0.25 * budget_s))
+      return false;
+    return it - stage_improved_at_ > kFrozen;
   }
   if (by_iterations)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
@@ -573,10 +585,25 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   out.strategy = "grist+training";
   out.training_from = it;
   training_until_s_ = elapsed + std::min(cfg_.training_share * std::max(0.0, budget_s - elapsed), cfg_.training_s);
-  training_budget_s_ = training_until_s_ - elapsed;
   if (cfg_.max_iterations > 0)
     training_until_it_ =
         it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
+  if (cfg_.craft_early && !cfg_.stall_rule) {
+    // Crafting began before the inputs' clock ran out: it keeps the stage until the weights would have joined
+    // without it (the inputs' clock, then crafting's share of what was left), so that weights-perturbed
+    // findings come no sooner than they did.
+    const double clock_s = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+    training_until_s_ = std::max(training_until_s_,
+                                 clock_s + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s), cfg_.training_s));
+    if (cfg_.max_iterations > 0) {
+      const auto clock_it =
+          static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
+      training_until_it_ = std::max<int64_t>(
+          training_until_it_, clock_it + static_cast<int64_t>(cfg_.training_share *
+                                                              static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - clock_it))));
+    }
+  }
+  training_budget_s_ = training_until_s_ - elapsed;
   // The crafted batches start from the batch the program would train on next; the witness starts from the
   // weights and optimizer state that its own training produced until now.
   crafted_ = batch_;
@@ -595,6 +622,26 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   if (crafted_bytes_ >= kMaxCraftedBytes) return true;
   if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return true;
   return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
+}
+
+// craft_early: crafted batches that fill the witness's share before the weights' clock would let the weights
+// join early (a model of small iterations fills 128 MB in well under a second). Instead the crafted steps are
+// undone (the weights and optimizer state back to what the program's own training had reached) and the program's
+// own training goes on until the clock: the hazard stays reachable by the inputs and the program's own drift.
+bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out) {
+  if (!cfg_.craft_early || cfg_.stall_rule || crafted_bytes_ < kMaxCraftedBytes) return false;
+  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  for (ValueId id : params_) ex_->mutable_value(id).copy_from(training_start_weights_.at(g_.value(id).name));
+  if (training_start_state_) opt_->set_state(*training_start_state_);
+  if (scaler_ && training_start_scaler_) scaler_->set_state(*training_start_scaler_);
+  crafted_steps_.clear();
+  crafted_bytes_ = 0;
+  crafting_handed_back_ = true;
+  phase_ = Phase::Inputs;
+  search_ids_ = data_ids_;
+  out.strategy = "grist";
+  out.training_from = 0;
+  return true;
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
@@ -1093,7 +1140,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         enter_weights_phase(it, elapsed, budget_s, out);
       }
     }
-    if (training_phase_over(it, elapsed)) {
+    if (crafting_handed_back_ && phase_ == Phase::Inputs && !stepped_weights_.empty() &&
+        (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_)) {
+      crafting_handed_back_ = false;
+      enter_weights_phase(it, elapsed, budget_s, out);
+    }
+    if (training_phase_over(it, elapsed) && !hand_back_crafting(it, elapsed, out)) {
       if (!stepped_weights_.empty()) {
         enter_weights_phase(it, elapsed, budget_s, out);
       } else {

@@ -234,3 +234,33 @@ TEST(FindingClass, CraftedTrainingThatStallsHandsOverToTheWeightsEarly) {
   EXPECT_EQ(clocked.training_from, 51);
   EXPECT_EQ(clocked.weights_from, 125);  // 51 + half of the 149 iterations left
 }
+
+// craft_early decouples the two clocks: on the toy the inputs are pinned at their clip bound within a few
+// iterations (x·w ≤ 1 < 1.5), so crafted training joins once their objective stops improving (kFrozen = 3
+// iterations) instead of at the clock's iteration 51, and reaches the failure as training-reached.
+TEST(FindingClass, CraftEarlyStartsCraftedTrainingWhenTheInputsStall) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.search.craft_early = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_GT(o.training_from, 2);  // the inputs had their iterations first
+  EXPECT_LT(o.training_from, 12);
+  EXPECT_EQ(o.weights_from, 0);
+  expect_witness_replays(l, o, static_cast<int64_t>(o.witness.training.size()));
+}
+
+// ... while the weights keep their clock: crafted training that cannot move the weight (lr 1e-9) keeps its stage
+// until the weights would have joined without it (iteration 51 + half of the 149 left = 125), not sooner.
+TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.train.optimizer.lr = 1e-9;
+  m.search.weight_change = 0.01;
+  m.search.craft_early = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  EXPECT_LT(o.training_from, 12);
+  EXPECT_EQ(o.weights_from, 125);
+}
+
