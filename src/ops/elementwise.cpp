@@ -306,6 +306,30 @@ struct Mish {
   }
 };
 
+// Gelu (opset 20): x·Φ(x), Φ the normal CDF through erf, or with approximate = "tanh" PyTorch's
+// 0.5x(1 + tanh(√(2/π)(x + 0.044715x³))). Both give NaN at −inf (−inf·0), as PyTorch does; finite input
+// cannot give NaN (x³ overflowing to ±inf only saturates the tanh).
+struct Gelu {
+  static constexpr TypeSet kTypes = TypeSet::Float;
+  static constexpr double kSqrtHalf = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+  static constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715;
+  bool tanh_form;
+  explicit Gelu(const Node& n) : tanh_form(n.attr_string("approximate", "none") == "tanh") {}
+  template <class T> T forward(T x) const {
+    if (tanh_form) return T(0.5) * x * (T(1) + std::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
+    return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf)));
+  }
+  template <class T> T backward(T g, T x, T) const {
+    if (tanh_form) {
+      const T t = std::tanh(T(kBeta) * (x + T(kKappa) * x * x * x));
+      const T dinner = T(kBeta) * (T(1) + T(3 * kKappa) * x * x);
+      return g * (T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * dinner);
+    }
+    const T cdf = T(0.5) * (T(1) + std::erf(x * T(kSqrtHalf)));
+    return g * (cdf + x * T(kInvSqrt2Pi) * std::exp(T(-0.5) * x * x));
+  }
+};
+
 struct Softsign {
   static constexpr TypeSet kTypes = TypeSet::Float;
   template <class T> T forward(T x) const { return x / (T(1) + std::fabs(x)); }
@@ -1125,6 +1149,30 @@ Interval mish_interval(Interval a, bool& nan) {
   return widen_f32({widen(lo, -1), widen(hi, 1)});
 }
 Status mish_bounds(BoundsContext& c) { return bounds_unary(c, mish_interval); }
+// Gelu falls to its minimum (−0.16997120 at x = −0.75179 through erf, −0.17004075 at −0.75246 through tanh)
+// and rises after. Computed in float64 and widened for the float32 kernel: 1 + erf (or 1 + tanh) cancels for
+// negative x, an absolute error of a few 2⁻²⁴ that 0.5x scales, so the widening is absolute in |x| up to 8
+// (beyond it the float32 factor is exactly 0 or 2), plus relative ulps and FLT_MIN for flushed results.
+Interval gelu_interval(Interval a, bool tanh_form, bool& nan) {
+  if (a.lo == -kInf) nan = true;
+  auto f = [&](double x) {
+    if (x == -kInf) return 0.0;
+    if (x == kInf) return kInf;
+    const double t = tanh_form ? std::tanh(Gelu::kBeta * (x + Gelu::kKappa * x * x * x)) : std::erf(x * Gelu::kSqrtHalf);
+    return 0.5 * x * (1 + t);
+  };
+  double lo = std::min(f(a.lo), f(a.hi)), hi = std::max(f(a.lo), f(a.hi));
+  const double x_min = tanh_form ? -0.75246 : -0.75179, f_min = tanh_form ? -0.1700408 : -0.1699713;
+  if (a.lo <= x_min + 1e-4 && a.hi >= x_min - 1e-4) lo = std::min(lo, f_min);
+  const double cancel = 16 * 0x1p-24 * std::min(std::max(std::fabs(a.lo), std::fabs(a.hi)), 8.0);
+  auto widen = [&](double v, double dir) { return v + dir * (8 * 0x1p-24 * std::fabs(v) + cancel + FLT_MIN); };
+  return widen_f32({widen(lo, -1), widen(hi, 1)});
+}
+Status gelu_bounds(BoundsContext& c) {
+  const bool tanh_form = c.node.attr_string("approximate", "none") == "tanh";
+  if (tanh_form) return bounds_unary(c, [](Interval a, bool& nan) { return gelu_interval(a, true, nan); });
+  return bounds_unary(c, [](Interval a, bool& nan) { return gelu_interval(a, false, nan); });
+}
 // x where x ≥ 0, slope·x below: the union of the two parts the interval meets.
 Interval prelu_interval(Interval x, Interval slope, bool& nan) {
   Interval r{kInf, -kInf};
@@ -1205,6 +1253,7 @@ void register_elementwise_ops(OpRegistry& r) {
   unary(OpDef{"ThresholdedRelu", "", unary_forward<ThresholdedRelu>, unary_backward<ThresholdedRelu>, first, {},
               thresholded_relu_bounds, kElementwise});
   unary(OpDef{"Mish", "", unary_forward<Mish>, unary_backward<Mish>, first, {}, mish_bounds, kElementwise});
+  unary(OpDef{"Gelu", "", unary_forward<Gelu>, unary_backward<Gelu>, first, {}, gelu_bounds, kElementwise});
   unary(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
   unary(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
   unary(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});

@@ -17,6 +17,7 @@ namespace {
 using testing::allocations_after_first_pass;
 using testing::BackwardFrom;
 using testing::attr_float;
+using testing::attr_string;
 using testing::expect_bounds_sound;
 using testing::expect_gradient_matches;
 using testing::gradients_of;
@@ -90,7 +91,9 @@ INSTANTIATE_TEST_SUITE_P(
                       UnaryCase{"Selu", 0.1, 3, true}, UnaryCase{"Celu", 0.1, 3, true},
                       UnaryCase{"Celu", 0.1, 3, true, {{"alpha", attr_float(0.5)}}, "Alpha"},
                       UnaryCase{"ThresholdedRelu", 1.2, 3, true}, UnaryCase{"Mish", -5, 5, false},
-                      UnaryCase{"Mish", 21, 30, false, {}, "AboveSoftplusThreshold"}),
+                      UnaryCase{"Mish", 21, 30, false, {}, "AboveSoftplusThreshold"},
+                      UnaryCase{"Gelu", -4, 4, false},
+                      UnaryCase{"Gelu", -4, 4, false, {{"approximate", attr_string("tanh")}}, "Tanh"}),
     [](const ::testing::TestParamInfo<UnaryCase>& info) { return info.param.op + info.param.label; });
 
 // ---------------------------------------------------------------------------------------------------
@@ -453,6 +456,19 @@ TEST(Activations, MatchKnownValues) {
   EXPECT_NEAR(one(node_spec("Mish"), 1.f), 0.8650983882673103, 1e-6);
   EXPECT_NEAR(one(node_spec("Mish"), -1.192431f), -0.3088434, 1e-6);
   EXPECT_TRUE(std::isnan(one(node_spec("Mish"), -INFINITY)));  // −inf·tanh(0), as PyTorch
+  // Gelu as PyTorch 1.13's torch.nn.functional.gelu gives it in float32, at its minimum and at large |x|.
+  for (const char* form : {"none", "tanh"}) {
+    SCOPED_TRACE(form);
+    const NodeSpec gelu = node_spec("Gelu", {{"approximate", attr_string(form)}});
+    EXPECT_NEAR(one(gelu, -0.75f), std::string(form) == "tanh" ? -0.17003947496414185 : -0.16997046768665314, 1e-7);
+    EXPECT_NEAR(one(gelu, 1.f), std::string(form) == "tanh" ? 0.8411920070648193 : 0.8413447141647339, 1e-7);
+    EXPECT_EQ(one(gelu, -100.f), 0.0);
+    EXPECT_EQ(one(gelu, -1e30f), 0.0);
+    EXPECT_EQ(one(gelu, 1e30f), static_cast<double>(1e30f));
+    EXPECT_EQ(one(gelu, INFINITY), INFINITY);
+    EXPECT_TRUE(std::isnan(one(gelu, -INFINITY)));  // −inf·0, as PyTorch
+    EXPECT_TRUE(std::isnan(one(gelu, NAN)));
+  }
   EXPECT_NEAR(one(node_spec("Elu"), -1.f), std::expm1(-1.0), 1e-7);
   EXPECT_NEAR(one(node_spec("Selu"), -1.f), 1.0507009873554805 * 1.6732632423543772 * std::expm1(-1.0), 1e-6);
   EXPECT_NEAR(one(node_spec("Celu", {{"alpha", attr_float(2)}}), -1.f), 2 * std::expm1(-0.5), 1e-7);
@@ -470,6 +486,8 @@ TEST(Activations, IntervalTransfersEncloseTheKernel) {
                             node_spec("HardSigmoid"),
                             node_spec("HardSigmoid", {{"alpha", attr_float(-0.5)}}),
                             node_spec("Mish"),
+                            node_spec("Gelu"),
+                            node_spec("Gelu", {{"approximate", attr_string("tanh")}}),
                             node_spec("Elu"),
                             node_spec("Selu"),
                             node_spec("Celu", {{"alpha", attr_float(0.5)}}),
@@ -498,6 +516,13 @@ TEST(Activations, NonMonotoneTransfersAreTight) {
   const Interval mish = hull(node_spec("Mish"), {-3, 0});
   EXPECT_NEAR(mish.lo, -0.3088434, 1e-6);
   EXPECT_NEAR(mish.hi, 0.0, 1e-5);
+  const Interval gelu = hull(node_spec("Gelu"), {-3, -0.5});  // minimum −0.16997 at −0.7518
+  // 5e-6: the transfer widens absolutely for 1 + erf's cancellation (16·2⁻²⁴·|x|, |x| ≤ 3 here).
+  EXPECT_NEAR(gelu.lo, -0.1699712, 5e-6);
+  EXPECT_NEAR(gelu.hi, -0.0040497, 5e-6);  // Gelu(−3) = −3·Φ(−3)
+  const Interval gelu_tanh = hull(node_spec("Gelu", {{"approximate", attr_string("tanh")}}), {-1, 0});
+  EXPECT_NEAR(gelu_tanh.lo, -0.1700408, 5e-6);
+  EXPECT_NEAR(gelu_tanh.hi, 0.0, 1e-5);
 }
 
 }  // namespace
