@@ -1168,7 +1168,18 @@ Interval gelu_interval(Interval a, bool tanh_form, bool& nan) {
   auto widen = [&](double v, double dir) { return v + dir * (8 * 0x1p-24 * std::fabs(v) + cancel + FLT_MIN); };
   return widen_f32({widen(lo, -1), widen(hi, 1)});
 }
+// ONNX knows two forms; any other value is refused by name rather than run as the erf form.
+Status check_gelu_form(const Node& n) {
+  const std::string form = n.attr_string("approximate", "none");
+  if (form == "none" || form == "tanh") return Status::ok();
+  return node_error(n, fmt::format("unknown approximate '{}' (ONNX's are 'none' and 'tanh')", form));
+}
+Status gelu_forward(ForwardContext& ctx) {
+  GRIST_TRY(check_gelu_form(ctx.node));
+  return unary_forward<Gelu>(ctx);
+}
 Status gelu_bounds(BoundsContext& c) {
+  GRIST_TRY(check_gelu_form(c.node));
   const bool tanh_form = c.node.attr_string("approximate", "none") == "tanh";
   if (tanh_form) return bounds_unary(c, [](Interval a, bool& nan) { return gelu_interval(a, true, nan); });
   return bounds_unary(c, [](Interval a, bool& nan) { return gelu_interval(a, false, nan); });
@@ -1253,7 +1264,7 @@ void register_elementwise_ops(OpRegistry& r) {
   unary(OpDef{"ThresholdedRelu", "", unary_forward<ThresholdedRelu>, unary_backward<ThresholdedRelu>, first, {},
               thresholded_relu_bounds, kElementwise});
   unary(OpDef{"Mish", "", unary_forward<Mish>, unary_backward<Mish>, first, {}, mish_bounds, kElementwise});
-  unary(OpDef{"Gelu", "", unary_forward<Gelu>, unary_backward<Gelu>, first, {}, gelu_bounds, kElementwise});
+  unary(OpDef{"Gelu", "", gelu_forward, unary_backward<Gelu>, first, {}, gelu_bounds, kElementwise});
   unary(OpDef{"Floor", "", unary_forward<Floor>, unary_backward<Floor>, first, {}, bounds_select, kElementwise});
   unary(OpDef{"Ceil", "", unary_forward<Ceil>, unary_backward<Ceil>, first, {}, bounds_select, kElementwise});
   unary(OpDef{"Round", "", unary_forward<Round>, unary_backward<Round>, first, {}, bounds_select, kElementwise});

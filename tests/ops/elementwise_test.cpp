@@ -369,6 +369,13 @@ TEST(BinaryForward, IntegerDivisionByZeroIsAnErrorNotATrap) {
   EXPECT_NE(r.message().find("division by zero"), std::string::npos) << r.message();
 }
 
+TEST(Activations, GeluRefusesAnUnknownApproximateByName) {
+  auto r = try_run_node(node_spec("Gelu", {{"approximate", attr_string("fast")}}), {floats({2}, {1, 2})});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("unknown approximate 'fast'"), std::string::npos) << r.message();
+  EXPECT_NE(r.message().find("Gelu_0"), std::string::npos) << "the error names the node: " << r.message();
+}
+
 TEST(BinaryForward, IntegerArithmeticWrapsAround) {
   const int32_t max = std::numeric_limits<int32_t>::max();
   EXPECT_TRUE(tensors_close(Tensor::from<int32_t>({1}, {std::numeric_limits<int32_t>::min()}),
