@@ -314,7 +314,8 @@ struct Gelu {
   static constexpr double kSqrtHalf = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
   static constexpr double kBeta = 0.79788456080286535588, kKappa = 0.044715;
   bool tanh_form;
-  explicit Gelu(const Node& n) : tanh_form(n.attr_string("approximate", "none") == "tanh") {}
+  explicit Gelu(bool tanh) : tanh_form(tanh) {}
+  explicit Gelu(const Node& n) : Gelu(n.attr_string("approximate", "none") == "tanh") {}
   template <class T> T forward(T x) const {
     if (tanh_form) return T(0.5) * x * (T(1) + std::tanh(T(kBeta) * (x + T(kKappa) * x * x * x)));
     return T(0.5) * x * (T(1) + std::erf(x * T(kSqrtHalf)));
@@ -1155,12 +1156,9 @@ Status mish_bounds(BoundsContext& c) { return bounds_unary(c, mish_interval); }
 // (beyond it the float32 factor is exactly 0 or 2), plus relative ulps and FLT_MIN for flushed results.
 Interval gelu_interval(Interval a, bool tanh_form, bool& nan) {
   if (a.lo == -kInf) nan = true;
-  auto f = [&](double x) {
-    if (x == -kInf) return 0.0;
-    if (x == kInf) return kInf;
-    const double t = tanh_form ? std::tanh(Gelu::kBeta * (x + Gelu::kKappa * x * x * x)) : std::erf(x * Gelu::kSqrtHalf);
-    return 0.5 * x * (1 + t);
-  };
+  // The kernel's own formula in float64; at −inf its limit 0 (the kernel's NaN is the flag above).
+  const Gelu gelu(tanh_form);
+  auto f = [&](double x) { return x == -kInf ? 0.0 : gelu.forward(x); };
   double lo = std::min(f(a.lo), f(a.hi)), hi = std::max(f(a.lo), f(a.hi));
   const double x_min = tanh_form ? -0.75246 : -0.75179, f_min = tanh_form ? -0.1700408 : -0.1699713;
   if (a.lo <= x_min + 1e-4 && a.hi >= x_min - 1e-4) lo = std::min(lo, f_min);
