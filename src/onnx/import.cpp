@@ -252,7 +252,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
   }
   // Invalid for grist's kernels as well, so checked whether or not shapes are inferred.
   GRIST_TRY(check_attributes_before_shape_inference(model.graph(), source));
-  if (options.infer_shapes) {
+  if (options.infer_shapes && raw_data_sizes_fit(model.graph())) {
     try {
       onnx::shape_inference::InferShapes(model);
     } catch (const std::exception&) {
