@@ -79,6 +79,30 @@ class GruClassifier(nn.Module):
         return self.fc(torch.cat([h[0], h[1]], dim=1))
 
 
+class ConvNextBlock(nn.Module):
+    """A small ConvNeXt-style network: a patchify stem, a depthwise 7x7 conv, nn.GroupNorm (exported as
+    Reshape, InstanceNormalization over the groups, Reshape, Mul and Add at both opsets), pointwise convs with
+    nn.GELU in both forms PyTorch exports (erf: Div, Erf, Add, Mul; approximate='tanh': Pow, Mul, Add, Tanh), a
+    residual, GroupNorm of one group, and a linear head on the spatial mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 4, stride=4)
+        self.dw = nn.Conv2d(16, 16, 7, padding=3, groups=16)
+        self.norm = nn.GroupNorm(4, 16)
+        self.pw1 = nn.Conv2d(16, 32, 1)
+        self.act1 = nn.GELU()
+        self.pw2 = nn.Conv2d(32, 16, 1)
+        self.norm2 = nn.GroupNorm(1, 16)
+        self.act2 = nn.GELU(approximate="tanh")
+        self.head = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = self.pw2(self.act1(self.pw1(self.norm(self.dw(x)))))
+        return self.head(self.act2(self.norm2(x + y)).mean(dim=(2, 3)))
+
+
 def vision(name):
     return lambda: getattr(torchvision.models, name)(weights=None)
 
@@ -94,6 +118,7 @@ MODELS = {
     "transformer_encoder": (TransformerClassifier, (2, 6, 8), 15),
     "lstm_classifier": (LstmClassifier, (2, 7, 8), 16),
     "gru_classifier": (GruClassifier, (7, 2, 8), 17),
+    "convnext_block": (ConvNextBlock, (2, 3, 32, 32), 18),
 }
 
 

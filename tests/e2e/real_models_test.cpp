@@ -62,6 +62,7 @@ std::vector<RealModel> models() {
       {"transformer_encoder", {}, {}},
       {"lstm_classifier", {}, {}},
       {"gru_classifier", {}, {}},
+      {"convnext_block", {}, {}},
   };
 }
 
