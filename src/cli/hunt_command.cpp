@@ -106,14 +106,18 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     c.weights_after = f.weights_after;
     c.weights_after_s = std::numeric_limits<double>::infinity();
   }
+  // A join rule or clock given here replaces the manifest's ([search] stall_rule, craft_early).
+  if (f.weights_after >= 0 || f.step_weights >= 0) c.stall_rule = false;
   if (f.stall_rule) {
     if (f.weights_after >= 0 || f.step_weights >= 0)
       return make_error("--stall-rule and --weights-after/--step-weights: a clock or the stall rule, not both");
     c.stall_rule = true;
+    c.craft_early = false;
   }
   if (f.craft_early) {
     if (f.stall_rule) return make_error("--craft-early and --stall-rule: one rule for when crafted training joins");
     c.craft_early = true;
+    c.stall_rule = false;
   }
   // How far the search may go beyond the inputs: crafted training batches (training-reached findings), then
   // the weights themselves (weights-perturbed ones).

@@ -459,7 +459,8 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     if (key == "variant" || key == "switch_score" || key == "switch_every" || key == "max_iterations" ||
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
-        key == "objective" || key == "objective_value" || key == "step" || key == "craft_labels")
+        key == "objective" || key == "objective_value" || key == "step" || key == "craft_labels" ||
+        key == "stall_rule" || key == "craft_early")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -530,6 +531,19 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   auto craft_labels = r.boolean(t, p, "craft_labels", m.search.craft_labels);
   if (!craft_labels) return craft_labels.error();
   m.search.craft_labels = *craft_labels;
+  // The opt-in join rules, as hunt's --stall-rule and --craft-early: one at a time, and the stall rule not beside
+  // a clock of the manifest's own.
+  auto stall_rule = r.boolean(t, p, "stall_rule", m.search.stall_rule);
+  if (!stall_rule) return stall_rule.error();
+  auto craft_early = r.boolean(t, p, "craft_early", m.search.craft_early);
+  if (!craft_early) return craft_early.error();
+  if (*stall_rule && *craft_early)
+    return r.error(p + "craft_early", "and search.stall_rule: one rule for when crafted training joins");
+  if (*stall_rule)
+    for (const char* clock : {"weights_after", "weights_after_s"})
+      if (t.get(clock)) return r.error(p + "stall_rule", fmt::format("and search.{}: a clock or the stall rule, not both", clock));
+  m.search.stall_rule = *stall_rule;
+  m.search.craft_early = *craft_early;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

@@ -120,8 +120,10 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
     if (h.manifest.search.variant == Variant::GristNs) h.manifest.search.switch_data = false;
     if (o.no_weights) h.manifest.search.weight_change = 0;
     if (o.no_training) h.manifest.search.training_share = 0;
-    if (o.stall_rule) h.manifest.search.stall_rule = true;
-    if (o.craft_early) h.manifest.search.craft_early = true;
+    if (o.stall_rule || o.craft_early) {  // the flag's rule replaces the manifest's
+      h.manifest.search.stall_rule = o.stall_rule;
+      h.manifest.search.craft_early = o.craft_early;
+    }
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     const auto hunt_start = std::chrono::steady_clock::now();

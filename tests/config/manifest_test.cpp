@@ -104,6 +104,7 @@ target = "/Log_1"
 weight_change = 0.02
 weights_after = 0.5
 weights_after_s = 3
+craft_early = true
 
 [scan]
 trained_weights = [-4.0, 4.0]
@@ -212,6 +213,8 @@ counter_step = 2
   EXPECT_EQ(s.weight_change, 0.02);
   EXPECT_EQ(s.weights_after, 0.5);
   EXPECT_EQ(s.weights_after_s, 3.0);
+  EXPECT_TRUE(s.craft_early);
+  EXPECT_FALSE(s.stall_rule);
   ASSERT_TRUE(m->scan_trained_weights.has_value());
   EXPECT_EQ(*m->scan_trained_weights, (std::pair<double, double>{-4.0, 4.0}));
 
@@ -381,6 +384,8 @@ TEST(Manifest, EveryMalformedValueIsRefusedNamingFileAndKey) {
       {model + "[search]\nweights_after = 1.5\n", "key 'search.weights_after': must be a fraction of the budget"},
       {model + "[search]\nweights_after_s = -1\n", "key 'search.weights_after_s': must be a number of seconds"},
       {model + "[search]\ntarget = 4\n", "key 'search.target': must be a string"},
+      {model + "[search]\ncraft_early = 1\n", "key 'search.craft_early': must be true or false"},
+      {model + "[search]\nstall_rule = \"yes\"\n", "key 'search.stall_rule': must be true or false"},
       {model + "[scan]\ntrained_weights = [1.0, -1.0]\n", "key 'scan.trained_weights': needs LO <= HI"},
       {model + "[scan]\ntrained_weights = 1.0\n", "key 'scan.trained_weights': must be a pair [LO, HI]"},
       {model + "[scan]\nweights = [0.0, 1.0]\n", "key 'scan.weights': unknown key"},
@@ -462,6 +467,10 @@ TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
        "key 'search.objective': chooses the objective of one hazard: name it with search.target"},
       {model + "[search]\nobjective_value = \"v\"\n",
        "key 'search.objective_value': chooses the objective of one hazard: name it with search.target"},
+      {model + "[search]\nstall_rule = true\ncraft_early = true\n",
+       "key 'search.craft_early': and search.stall_rule: one rule for when crafted training joins"},
+      {model + "[search]\nstall_rule = true\nweights_after_s = 5\n",
+       "key 'search.stall_rule': and search.weights_after_s: a clock or the stall rule, not both"},
   };
   for (const auto& [toml, expected] : cases) {
     ScratchDir dir;
@@ -478,10 +487,15 @@ TEST(Manifest, AcceptedButIgnoredCombinationsAreRefused) {
                                train + "optimizer = \"sgd\"\nbatch = \"monitored\"\nmasks = \"reuse\"\n",
                                train + "optimizer = \"adam\"\nbatch = \"fresh\"\npretrain_steps = 100\n",
                                model + "[search]\ntarget = \"/Log\"\nobjective = \"min-abs\"\nobjective_value = \"v\"\n"
-                                       "variables = [\"gain\"]\n"}) {
+                                       "variables = [\"gain\"]\n",
+                               model + "[search]\nstall_rule = true\ncraft_early = false\n"}) {
     auto m = read(dir, ok);
     EXPECT_TRUE(m) << m.message();
   }
+  auto stall = read(dir, model + "[search]\nstall_rule = true\n");
+  ASSERT_TRUE(stall) << stall.message();
+  EXPECT_TRUE(stall->search.stall_rule);
+  EXPECT_FALSE(stall->search.craft_early);
 }
 
 // A [batch] table may set the order alone: the size then comes from the model or the command line.
