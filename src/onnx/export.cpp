@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "onnx/newer_opsets.h"
 #include "onnx/tensor_proto.h"
 
 namespace grist {
@@ -126,7 +127,7 @@ Result<onnx::ModelProto> build_model(const Graph& g, const ExportOptions& o) {
   if (untyped) {
     inferred = m;
     try {
-      onnx::shape_inference::InferShapes(inferred);
+      with_libonnx_opset(inferred, [&] { onnx::shape_inference::InferShapes(inferred); });
     } catch (const std::exception&) {
     }
   }
@@ -152,7 +153,7 @@ Result<std::string> export_onnx_bytes(const Graph& g, const ExportOptions& optio
   auto m = build_model(g, options);
   if (!m) return m.error();
   try {
-    onnx::checker::check_model(*m);
+    with_libonnx_opset(*m, [&] { onnx::checker::check_model(*m); });
   } catch (const std::exception& e) {
     return make_error("the ONNX checker rejects the exported model: {}", one_line(e.what()));
   }

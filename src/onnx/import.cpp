@@ -19,6 +19,7 @@
 #include "onnx/attribute_checks.h"
 #include "onnx/external_data.h"
 #include "onnx/model_file.h"
+#include "onnx/newer_opsets.h"
 #include "onnx/tensor_proto.h"
 #include "util/input_file.h"
 
@@ -201,17 +202,19 @@ constexpr const char* kMalformed = "{}: not an ONNX model (the protobuf data is 
 Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, ImportOptions options,
                            const std::optional<std::filesystem::path>& dir, const InFileInitializers* own = nullptr,
                            int fd = -1) {
-  // An opset from after this build's ONNX would run under rules grist does not know: refused, as ONNX Runtime does.
+  // An opset from after those grist knows would run under rules grist does not know: refused, as ONNX Runtime
+  // does. The default domain's newest is kNewestOpset (onnx/newer_opsets.h), other domains' libonnx's.
   const auto& known = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   for (const auto& op : model.opset_import()) {
     const std::string domain = op.domain() == "ai.onnx" ? "" : op.domain();
     auto range = known.find(domain);
-    if (range != known.end())
-      GRIST_CHECK(op.version() <= range->second.second,
-                  "{}: opset {} of the {} domain is newer than the newest grist knows ({}); export with "
-                  "opset_version {} or lower",
-                  source, op.version(), domain.empty() ? "default (ai.onnx)" : "'" + domain + "'",
-                  range->second.second, range->second.second);
+    if (range == known.end()) continue;
+    const int64_t libonnx = range->second.second;
+    const int64_t newest = domain.empty() ? std::max(kNewestOpset, libonnx) : libonnx;
+    GRIST_CHECK(op.version() <= newest,
+                "{}: opset {} of the {} domain is newer than the newest grist knows ({}); export with "
+                "opset_version {} or lower",
+                source, op.version(), domain.empty() ? "default (ai.onnx)" : "'" + domain + "'", newest, newest);
   }
   GRIST_CHECK(model.has_graph(), "{}: not an ONNX model (no graph inside)", source);
   GRIST_CHECK(model.graph().node_size() > 0 || model.graph().output_size() > 0, "{}: the model's graph is empty",
@@ -241,7 +244,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
   }
   if (options.run_checker) {
     try {
-      onnx::checker::check_model(model);
+      with_libonnx_opset(model, [&] { onnx::checker::check_model(model); });
     } catch (const std::exception& e) {
       std::string msg = e.what();
       while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
@@ -254,7 +257,7 @@ Result<Graph> import_model(onnx::ModelProto& model, const std::string& source, I
   GRIST_TRY(check_attributes_before_shape_inference(model.graph(), source));
   if (options.infer_shapes && raw_data_sizes_fit(model.graph())) {
     try {
-      onnx::shape_inference::InferShapes(model);
+      with_libonnx_opset(model, [&] { onnx::shape_inference::InferShapes(model); });
     } catch (const std::exception&) {
       // Shapes are only hints for grist (kernels compute real shapes); carry on without them.
     }

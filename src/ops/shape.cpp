@@ -570,15 +570,17 @@ Status concat_backward(BackwardContext& c) {
   return Status::ok();
 }
 
-// The sizes of Split's pieces: the `split` attribute (opset < 13) or input (13+), or equal parts.
+// The sizes of Split's pieces: the `split` attribute (opset < 13) or input (13+), or equal parts; opset 18's
+// num_outputs makes the last piece smaller where the dimension does not divide.
 struct SplitSizes {
   const std::vector<int64_t>* attr = nullptr;
   const Tensor* input = nullptr;
-  int64_t equal = 0;
+  int64_t equal = 0, last = 0;
+  size_t pieces = 0;
   int64_t operator()(size_t k) const {
     if (attr) return (*attr)[k];
     if (input) return input->get_as_int(static_cast<int64_t>(k));
-    return equal;
+    return k + 1 == pieces ? last : equal;
   }
 };
 
@@ -595,9 +597,20 @@ Status split_sizes(const Ctx& c, int64_t dim, size_t pieces, SplitSizes& sizes) 
     given = static_cast<size_t>(t->numel());
   } else {
     const auto n = static_cast<int64_t>(pieces);
+    sizes.pieces = pieces;
+    if (const Attribute* a = c.node.attr("num_outputs")) {
+      if (a->i != n)
+        return node_error(c.node, fmt::format("num_outputs is {}, but the node has {} outputs", a->i, n));
+      sizes.equal = (dim + n - 1) / n;
+      sizes.last = dim - sizes.equal * (n - 1);
+      if (sizes.last < 0)
+        return node_error(c.node, fmt::format("cannot split a dimension of {} into {} pieces of {}", dim, n,
+                                              sizes.equal));
+      return Status::ok();
+    }
     if (dim % n != 0)
       return node_error(c.node, fmt::format("cannot split a dimension of {} into {} equal parts", dim, n));
-    sizes.equal = dim / n;
+    sizes.equal = sizes.last = dim / n;
     return Status::ok();
   }
   if (given != pieces)
@@ -706,8 +719,8 @@ Status resize_plan(const Ctx& c, const Shape& in, ResizePlan& p) {
   const std::string mode = n.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return node_error(n, fmt::format("mode '{}' is not supported", mode));
-  if (n.attr_int("antialias", 0) || n.has_attr("axes"))
-    return node_error(n, "antialias and axes (opset 18) are not supported");
+  if (n.attr_int("antialias", 0) || n.has_attr("axes") || n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+    return node_error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
   const std::string coords =
       legacy ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");
   const std::string nearest_mode = legacy ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");

@@ -247,6 +247,24 @@ TEST(Split, SizesAsAttributeBeforeOpset13AndAsInputFrom13) {
   EXPECT_NE(error_of(Spec("Split").outputs(2).constants({1}), {iota({4}), ints({1, 2})}), "");
 }
 
+// Opset 18's num_outputs: equal pieces of ceil(dim / n), the last one smaller where the dimension does not divide.
+TEST(Split, NumOutputsMakesTheLastPieceSmaller) {
+  auto out = run_node(Spec("Split").attr("axis", attr_int(0)).attr("num_outputs", attr_int(3)).outputs(3).opset(18),
+                      {iota({7})});
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_TRUE(tensors_close(doubles({3}, {0, 1, 2}), out[0]));
+  EXPECT_TRUE(tensors_close(doubles({3}, {3, 4, 5}), out[1]));
+  EXPECT_TRUE(tensors_close(doubles({1}, {6}), out[2]));
+  // 1 into 3 pieces of 1 leaves nothing for the last; the count must be the outputs'.
+  EXPECT_NE(error_of(Spec("Split").attr("num_outputs", attr_int(3)).outputs(3).opset(18), {iota({1})}), "");
+  EXPECT_NE(error_of(Spec("Split").attr("num_outputs", attr_int(2)).outputs(3).opset(18), {iota({6})})
+                .find("num_outputs is 2, but the node has 3 outputs"),
+            std::string::npos);
+  Rng rng(11);
+  expect_gradient_matches(Spec("Split").attr("axis", attr_int(-1)).attr("num_outputs", attr_int(3)).outputs(3).opset(18),
+                          {random_tensor(rng, {2, 8})});
+}
+
 TEST(Split, GradientConcatenatesThePieces) {
   Rng rng(10);
   expect_gradient_matches(Spec("Split").attr("axis", attr_int(-1)).outputs(3).constants({1}),
