@@ -109,8 +109,8 @@ define run_fuzzers
 	  $(SAN_BUILD)/seeds-manifest
 	for f in tests/models/*.npz zoo/*/reference.npz; do cp $$f $(SAN_BUILD)/seeds-npz/$$(echo $$f | tr / _); done
 	for f in tests/models/*.toml zoo/*/manifest.toml; do cp $$f $(SAN_BUILD)/seeds-manifest/$$(echo $$f | tr / _); done
-	$(SAN_BUILD)/import_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples
-	$(SAN_BUILD)/model_file_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-model-file tests/models examples
+	$(SAN_BUILD)/import_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-onnx tests/models examples tests/fuzz/seeds/onnx
+	$(SAN_BUILD)/model_file_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-model-file tests/models examples tests/fuzz/seeds/onnx
 	$(SAN_BUILD)/npy_fuzzer $(FUZZ_FLAGS) $(SAN_BUILD)/corpus-npy tests/data/fixtures
 	$(SAN_BUILD)/npz_fuzzer $(FUZZ_FLAGS) -max_len=65536 $(SAN_BUILD)/corpus-npz tests/data/fixtures $(SAN_BUILD)/seeds-npz
 	$(SAN_BUILD)/idx_fuzzer $(FUZZ_FLAGS) $(SAN_BUILD)/corpus-idx tests/fuzz/seeds/idx
