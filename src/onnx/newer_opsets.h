@@ -11,9 +11,10 @@
 // - 19: AveragePool's dilations; Pad's wrap mode and Resize's half_pixel_symmetric (refused); Cast's saturate
 //   (float8 only);
 // - 20: Gelu; ReduceMax/ReduceMin, IsInf, IsNaN, ConstantOfShape: new element types only;
-// - 21: new element types only (int4, uint4, float8).
-// Every other change in these opsets is to ops grist does not implement (GroupNormalization among them): a model
-// with one is refused naming them, as unsupported ops are.
+// - 18 and 21: GroupNormalization, its scale and bias per group (18) or per channel (21);
+// - 21: otherwise new element types only (int4, uint4, float8).
+// Every other change in these opsets is to ops grist does not implement: a model with one is refused naming them,
+// as unsupported ops are.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Normalization and regularisation layers: BatchNormalization (inference and training mode),
-// InstanceNormalization, LayerNormalization and Dropout, forward and backward.
+// InstanceNormalization, GroupNormalization, LayerNormalization and Dropout, forward and backward.
 #include <algorithm>
 #include <array>
 #include <cfloat>
@@ -321,6 +321,129 @@ Status instance_norm_backward(BackwardContext& ctx) {
     if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
   dispatch_float(ctx.input(0)->dtype(),
                  [&](auto tag) { instance_norm_backward_typed<decltype(tag)>(ctx, l, channels); });
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// GroupNormalization (opsets 18 and 21): the channels of each sample in num_groups groups of C/G adjacent ones,
+// each group normalised over its (C/G)·spatial values, then scaled and shifted per group (opset 18, deprecated
+// by ONNX for that) or per channel (21). A group is contiguous in memory: BatchNormLayout {1, N·G, (C/G)·S} makes
+// each group one "channel" of the statistics, {1, N·C, S} each channel one of the scale.
+struct GroupNormLayout {
+  BatchNormLayout groups, channels;
+  int64_t per_group = 0;      // channels in a group
+  int64_t num_channels = 0;   // C
+  bool per_channel = false;   // opset 21: scale and bias of C elements; else of num_groups
+  // The scale and bias index of channel row r of `channels` (n·C + c).
+  int64_t param(int64_t r) const {
+    const int64_t c = r % num_channels;
+    return per_channel ? c : c / per_group;
+  }
+};
+
+Status group_norm_layout(const Node& node, std::span<const Tensor* const> in, GroupNormLayout& l) {
+  for (size_t i = 0; i < 3; ++i)
+    if (in.size() <= i || !in[i]) return node_error(node, fmt::format("input {} is missing", i));
+  const Tensor& x = *in[0];
+  if (x.rank() < 2) return node_error(node, fmt::format("input must have rank 2 or more, got {}", x.shape().str()));
+  const int64_t groups = node.attr_int("num_groups", 0);
+  const int64_t c = x.shape()[1];
+  if (groups <= 0 || c % groups != 0)
+    return node_error(node, fmt::format("num_groups {} does not divide the {} channels", groups, c));
+  l.per_channel = node.opset >= 21;
+  l.num_channels = c;
+  l.per_group = c / groups;
+  const int64_t n = x.shape()[0], spatial = x.shape().numel(2, x.rank());
+  l.groups = {1, n * groups, l.per_group * spatial};
+  l.channels = {1, n * c, spatial};
+  const int64_t params = l.per_channel ? c : groups;
+  for (size_t i = 1; i < 3; ++i)
+    if (in[i]->dtype() != x.dtype() || in[i]->numel() != params)
+      return node_error(node, fmt::format("{} must have the input's dtype and {} elements ({} at opset {}), got {}",
+                                          i == 1 ? "scale" : "bias", params,
+                                          l.per_channel ? "one per channel" : "one per group", node.opset,
+                                          in[i]->shape().str()));
+  return Status::ok();
+}
+
+// State slots 0 and 1: the mean and variance of every (sample, group), for the backward.
+Status group_norm_forward(ForwardContext& ctx) {
+  GroupNormLayout l;
+  GRIST_TRY(group_norm_layout(ctx.node, ctx.inputs, l));
+  const Tensor& x = *ctx.input(0);
+  Tensor& y = *ctx.output(0);
+  y.resize(x.dtype(), x.shape());
+  Tensor& mean_t = ctx.state.slot(0);
+  Tensor& var_t = ctx.state.slot(1);
+  mean_t.resize(x.dtype(), Shape{l.groups.channels});
+  var_t.resize(x.dtype(), Shape{l.groups.channels});
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+    const T* scale = ctx.input(1)->data<T>();
+    const T* bias = ctx.input(2)->data<T>();
+    T* mean = mean_t.data<T>();
+    T* var = var_t.data<T>();
+    for (int64_t g = 0; g < l.groups.channels; ++g) channel_statistics(l.groups, g, x.data<T>(), mean[g], var[g]);
+    for (int64_t r = 0; r < l.channels.channels; ++r) {
+      const int64_t g = r / l.per_group, k = l.param(r);
+      const T a = scale[k] * (T(1) / std::sqrt(var[g] + eps));
+      normalize_channel(l.channels, r, x.data<T>(), mean[g], a, bias[k], y.data<T>());
+    }
+  });
+  return Status::ok();
+}
+
+// Per group of m elements, with x̂ = (x − μ)·invstd and h = scale·dY (scale that of each element's channel or
+// group): dX = invstd·(h − Σh/m − x̂·Σ(h·x̂)/m); dscale and dB sum dY·x̂ and dY over their elements.
+template <class T>
+void group_norm_backward_typed(BackwardContext& ctx, const GroupNormLayout& l) {
+  const T* x = ctx.input(0)->data<T>();
+  const T* scale = ctx.input(1)->data<T>();
+  const T* dy = ctx.grad_output(0) ? ctx.grad_output(0)->data<T>() : nullptr;
+  const T* mean = ctx.state.slot(0).data<T>();
+  const T* var = ctx.state.slot(1).data<T>();
+  const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
+  T* dx = ctx.grad_input(0) ? ctx.grad_input(0)->data<T>() : nullptr;
+  T* dscale = ctx.grad_input(1) ? ctx.grad_input(1)->data<T>() : nullptr;
+  T* dbias = ctx.grad_input(2) ? ctx.grad_input(2)->data<T>() : nullptr;
+  if (dscale) std::fill_n(dscale, ctx.input(1)->numel(), T(0));
+  if (dbias) std::fill_n(dbias, ctx.input(2)->numel(), T(0));
+  const T m = static_cast<T>(l.groups.inner);
+  const int64_t spatial = l.channels.inner;
+  for (int64_t g = 0; g < l.groups.channels; ++g) {
+    const T invstd = T(1) / std::sqrt(var[g] + eps);
+    const T mu = mean[g];
+    Acc sum_h = 0, sum_h_xhat = 0;
+    for (int64_t r = g * l.per_group; r < (g + 1) * l.per_group; ++r) {
+      const int64_t k = l.param(r);
+      Acc sum_dy = 0, sum_dy_xhat = 0;
+      if (dy)
+        for (int64_t i = r * spatial; i < (r + 1) * spatial; ++i) {
+          sum_dy += dy[i];
+          sum_dy_xhat += static_cast<Acc>(dy[i]) * ((x[i] - mu) * invstd);
+        }
+      if (dscale) dscale[k] += static_cast<T>(sum_dy_xhat);
+      if (dbias) dbias[k] += static_cast<T>(sum_dy);
+      sum_h += static_cast<Acc>(scale[k]) * sum_dy;
+      sum_h_xhat += static_cast<Acc>(scale[k]) * sum_dy_xhat;
+    }
+    if (!dx) continue;
+    const T mean_h = static_cast<T>(sum_h) / m, mean_h_xhat = static_cast<T>(sum_h_xhat) / m;
+    for (int64_t r = g * l.per_group; r < (g + 1) * l.per_group; ++r) {
+      const T s = scale[l.param(r)];
+      for (int64_t i = r * spatial; i < (r + 1) * spatial; ++i)
+        dx[i] = invstd * (s * (dy ? dy[i] : T(0)) - mean_h - (x[i] - mu) * invstd * mean_h_xhat);
+    }
+  }
+}
+
+Status group_norm_backward(BackwardContext& ctx) {
+  GroupNormLayout l;
+  GRIST_TRY(group_norm_layout(ctx.node, ctx.inputs, l));
+  for (int i = 0; i < 3; ++i)
+    if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
+  dispatch_float(ctx.input(0)->dtype(), [&](auto tag) { group_norm_backward_typed<decltype(tag)>(ctx, l); });
   return Status::ok();
 }
 
@@ -741,6 +864,35 @@ Status instance_norm_bounds(BoundsContext& c) {
   });
 }
 
+// GroupNormalization: every (sample, group) normalised over values that lie in the hull of its channels over all
+// samples (normalized_affine over the group's size); one interval per channel, its own scale and bias or its group's.
+Status group_norm_bounds(BoundsContext& c) {
+  const IntervalTensor* x = c.partitioned(0);
+  if (!x || !x->shape_known || x->shape.rank() < 2 || c.outputs.empty()) return bounds_unbounded(c);
+  const int64_t channels = x->shape[1], groups = c.node.attr_int("num_groups", 0);
+  if (groups <= 0 || channels % groups != 0) return bounds_unbounded(c);
+  const bool per_channel = c.node.opset >= 21;
+  const int64_t per_group = channels / groups;
+  for (size_t i = 1; i < 3; ++i)
+    if (!c.input(i) || !c.input(i)->shape_known || c.input(i)->numel() != (per_channel ? channels : groups))
+      return bounds_unbounded(c);
+  const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
+  const std::vector<Interval> xc = hulls_along(*x, 1);
+  std::vector<Interval> xg(static_cast<size_t>(groups));
+  for (int64_t ch = 0; ch < channels; ++ch) {
+    Interval& h = xg[static_cast<size_t>(ch / per_group)];
+    const Interval v = xc[static_cast<size_t>(ch)];
+    h = ch % per_group == 0 ? v : Interval{std::min(h.lo, v.lo), std::max(h.hi, v.hi)};
+  }
+  const int64_t count = per_group * x->shape.numel(2, x->shape.rank());
+  const bool nan = x->may_be_nan || c.input(1)->may_be_nan || c.input(2)->may_be_nan;
+  return per_channel_bounds(c, *x, nan, [&](int64_t ch, bool& may_be_nan) {
+    const int64_t k = per_channel ? ch : ch / per_group;
+    return normalized_affine(xg[static_cast<size_t>(ch / per_group)], count, eps, c.input(1)->at(k),
+                             c.input(2)->at(k), may_be_nan);
+  });
+}
+
 // LayerNormalization: every row normalised (normalized_bound over its cols), then Scale and B per
 // position of X.shape[axis:]; the output keeps one interval per such position (up to kElementwiseLimit).
 Status layer_norm_bounds(BoundsContext& c) {
@@ -806,6 +958,8 @@ void register_normalization_ops(OpRegistry& r) {
               instance_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},
               layer_norm_bounds});
+  r.add(OpDef{"GroupNormalization", "", group_norm_forward, group_norm_backward, inputs_mask({0, 1, 2}), {},
+              group_norm_bounds});
   // Input 1 is the drop ratio (opset 12+).
   r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds, kDrawsRandom,
               nullptr, inputs_mask({1})});

@@ -72,6 +72,12 @@ def cases():
         helper.make_node("Sub", ["r", "m"], ["c"]),
         helper.make_node("Softmax", ["c"], ["y"], axis=-1)],
         {"x": floats(4, 6)}, {"y": [4, 5]}, {"w": floats(5, 6), "b": floats(5), "axes": ints([-1])})
+    # nn.GroupNorm as the opset-18 and -21 op: scale and bias per group (18, deprecated), per channel (21).
+    for opset, params in ((18, 2), (21, 6)):
+        yield case(f"group_norm_op{opset}", opset,
+                   [helper.make_node("GroupNormalization", ["x", "scale", "bias"], ["y"], num_groups=2, epsilon=1e-3)],
+                   {"x": floats(2, 6, 3, 3)}, {"y": [2, 6, 3, 3]},
+                   {"scale": floats(params, lo=0.5, hi=1.5), "bias": floats(params)})
     yield case("average_pool_dilations_op19", 19,
                [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3], dilations=[2, 2], pads=[1, 1, 1, 1])],
                {"x": floats(1, 2, 7, 7)}, {"y": [1, 2, 5, 5]})

@@ -1,4 +1,4 @@
-// BatchNormalization (inference and both training-mode conventions), InstanceNormalization,
+// BatchNormalization (inference and both training-mode conventions), InstanceNormalization, GroupNormalization,
 // LayerNormalization and Dropout: forward values, statistics outputs, mode selection, error paths, and
 // gradients; InstanceNormalization's interval transfer.
 #include <gtest/gtest.h>
@@ -201,6 +201,88 @@ TEST(InstanceNormalizationBounds, TheNormalisedValueIsWithinTheSquareRootOfTheCo
   const IntervalTensor wide = expect_instance_norm_bounds_sound(node_spec("InstanceNormalization"), {1, 2, 3},
                                                                 {-kInf, kInf}, {1, 1}, {0, 0});
   EXPECT_TRUE(wide.may_be_nan);
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+// GroupNormalization inputs: X of `x`, scale and bias of `params` elements.
+std::vector<Tensor> group_norm_inputs(uint64_t seed, const Shape& x, int64_t params) {
+  Rng rng(seed);
+  return {random_tensor(rng, x, -2, 2), random_tensor(rng, {params}, 0.5, 1.5), random_tensor(rng, {params})};
+}
+
+NodeSpec group_norm(int64_t groups, int opset, double eps = 1e-5) {
+  return node_spec("GroupNormalization", {{"num_groups", attr_int(groups)}, {"epsilon", attr_float(eps)}}, 1, opset);
+}
+
+// Every (sample, group) of C/G channels normalised over its values; scale and bias per channel at opset 21, per
+// group at 18.
+TEST(GroupNormalization, NormalisesEachGroupThenScalesPerChannelOrPerGroup) {
+  for (int opset : {18, 21}) {
+    const int64_t n = 2, c = 4, s = 3, groups = 2, per = c / groups;
+    auto in = group_norm_inputs(70, {n, c, s}, opset >= 21 ? c : groups);
+    auto out = run_node(group_norm(groups, opset, 1e-2), in);
+    ASSERT_EQ(out.size(), 1u);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t first = (b * c + g * per) * s, m = per * s;
+        double sum = 0, sq = 0;
+        for (int64_t j = 0; j < m; ++j) sum += in[0].get_as_double(first + j);
+        const double mean = sum / static_cast<double>(m);
+        for (int64_t j = 0; j < m; ++j) sq += std::pow(in[0].get_as_double(first + j) - mean, 2);
+        for (int64_t j = 0; j < m; ++j) {
+          const int64_t k = opset >= 21 ? g * per + j / s : g;
+          const double expected = in[1].get_as_double(k) * (in[0].get_as_double(first + j) - mean) /
+                                      std::sqrt(sq / static_cast<double>(m) + 1e-2) +
+                                  in[2].get_as_double(k);
+          EXPECT_NEAR(out[0].get_as_double(first + j), expected, 1e-12) << "opset " << opset << " at " << first + j;
+        }
+      }
+  }
+}
+
+TEST(GroupNormalization, OneGroupPerChannelIsInstanceNormalization) {
+  auto in = group_norm_inputs(71, {2, 3, 2, 2}, 3);
+  auto group = run_node(group_norm(3, 21), in);
+  auto instance = run_node(node_spec("InstanceNormalization"), in);
+  EXPECT_TRUE(tensors_close(instance[0], group[0], 1e-12, 1e-12));
+}
+
+TEST(GroupNormalization, RefusesGroupsThatDoNotDivideAndParametersOfTheOtherOpset) {
+  auto r = try_run_node(group_norm(3, 21), group_norm_inputs(72, {1, 4, 2}, 4));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("num_groups 3 does not divide the 4 channels"), std::string::npos) << r.message();
+  r = try_run_node(group_norm(2, 18), group_norm_inputs(72, {1, 4, 2}, 4));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("scale must have the input's dtype and 2 elements (one per group at opset 18)"),
+            std::string::npos)
+      << r.message();
+  EXPECT_FALSE(try_run_node(group_norm(2, 21), group_norm_inputs(72, {1, 4, 2}, 2)).is_ok());
+  EXPECT_FALSE(try_run_node(group_norm(0, 21), group_norm_inputs(72, {1, 4, 2}, 4)).is_ok());
+}
+
+TEST(GroupNormalizationGradient, InputScaleAndBias) {
+  expect_gradient_matches(group_norm(2, 21), group_norm_inputs(73, {2, 4, 3}, 4), {.wrt = {0, 1, 2}});
+  expect_gradient_matches(group_norm(2, 18, 0.1), group_norm_inputs(74, {3, 4, 2, 2}, 2), {.wrt = {0, 1, 2}});
+  expect_gradient_matches(group_norm(1, 21), group_norm_inputs(75, {2, 3, 5}, 3), {.wrt = {0, 1, 2}});
+}
+
+TEST(GroupNormalizationBounds, EnclosesTheKernelAtBothOpsets) {
+  for (int opset : {18, 21}) {
+    const Shape p{opset >= 21 ? 4 : 2};
+    auto bounds = testing::expect_bounds_sound(
+        group_norm(2, opset), {Tensor(DType::Float32, {2, 4, 3}), Tensor(DType::Float32, p), Tensor(DType::Float32, p)},
+        {{-5, 5}, {0.5, 2}, {-1, 1}}, 76);
+    ASSERT_EQ(bounds.size(), 1u);
+    // 6 values a group: |x − μ|/σ ≤ √6 (normalized_bound; √5 is the tight one), times scale ≤ 2, plus |B| ≤ 1.
+    EXPECT_FALSE(bounds[0].may_be_nan);
+    EXPECT_LE(bounds[0].hull().hi, 2 * std::sqrt(6.0) + 1 + 1e-3);
+    auto wide = testing::expect_bounds_sound(
+        group_norm(2, opset), {Tensor(DType::Float32, {1, 4, 2}), Tensor(DType::Float32, p), Tensor(DType::Float32, p)},
+        {{-kInf, kInf}, {1, 1}, {0, 0}}, 77);
+    ASSERT_EQ(wide.size(), 1u);
+    EXPECT_TRUE(wide[0].may_be_nan);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
