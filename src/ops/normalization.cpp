@@ -228,112 +228,17 @@ Status batch_norm_backward(BackwardContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// InstanceNormalization: BatchNormalization's training-mode arithmetic with statistics per (sample,
-// channel), so X [N, C, ...] is laid out as N·C channels of a batch of one; scale and B are per channel C.
-
-Status instance_norm_layout(const Node& node, std::span<const Tensor* const> in, BatchNormLayout& l,
-                            int64_t& channels) {
-  for (size_t i = 0; i < 3; ++i)
-    if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
-  const Tensor& x = *in[0];
-  GRIST_TRY(require_float(node, x, "input"));
-  if (x.rank() < 2) return node_error(node, fmt::format("input must have rank 2 or more, got {}", x.shape().str()));
-  channels = x.shape()[1];
-  l = {1, x.shape().numel(0, 2), x.shape().numel(2, x.rank())};
-  for (size_t i = 1; i < 3; ++i)
-    if (in[i]->dtype() != x.dtype() || in[i]->numel() != channels)
-      return node_error(node, fmt::format("{} must have the input's dtype and {} elements, got {}",
-                                          i == 1 ? "scale" : "B", channels, in[i]->shape().str()));
-  return Status::ok();
-}
-
-// State slots 0 and 1: the mean and variance of every (sample, channel), for the backward.
-Status instance_norm_forward(ForwardContext& ctx) {
-  BatchNormLayout l;
-  int64_t channels = 0;
-  GRIST_TRY(instance_norm_layout(ctx.node, ctx.inputs, l, channels));
-  const Tensor& x = *ctx.input(0);
-  Tensor& y = *ctx.output(0);
-  y.resize(x.dtype(), x.shape());
-  Tensor& mean_t = ctx.state.slot(0);
-  Tensor& var_t = ctx.state.slot(1);
-  mean_t.resize(x.dtype(), Shape{l.channels});
-  var_t.resize(x.dtype(), Shape{l.channels});
-  dispatch_float(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
-    const T* scale = ctx.input(1)->data<T>();
-    const T* bias = ctx.input(2)->data<T>();
-    T* mean = mean_t.data<T>();
-    T* var = var_t.data<T>();
-    for (int64_t g = 0; g < l.channels; ++g) {
-      channel_statistics(l, g, x.data<T>(), mean[g], var[g]);
-      const T a = scale[g % channels] * (T(1) / std::sqrt(var[g] + eps));
-      normalize_channel(l, g, x.data<T>(), mean[g], a, bias[g % channels], y.data<T>());
-    }
-  });
-  return Status::ok();
-}
-
-// Per (sample, channel) of m elements, with x̂ = (x − μ)·invstd and g = dY (BatchNormalization's training
-// gradient without the statistics outputs): dX = scale·invstd·(g − Σg/m − x̂·Σ(g·x̂)/m); dscale and dB sum
-// Σg·x̂ and Σg over the samples.
-template <class T>
-void instance_norm_backward_typed(BackwardContext& ctx, const BatchNormLayout& l, int64_t channels) {
-  const T* x = ctx.input(0)->data<T>();
-  const T* scale = ctx.input(1)->data<T>();
-  const T* dy = ctx.grad_output(0) ? ctx.grad_output(0)->data<T>() : nullptr;
-  const T* mean = ctx.state.slot(0).data<T>();
-  const T* var = ctx.state.slot(1).data<T>();
-  const T eps = static_cast<T>(ctx.node.attr_float("epsilon", 1e-5));
-  T* dx = ctx.grad_input(0) ? ctx.grad_input(0)->data<T>() : nullptr;
-  T* dscale = ctx.grad_input(1) ? ctx.grad_input(1)->data<T>() : nullptr;
-  T* dbias = ctx.grad_input(2) ? ctx.grad_input(2)->data<T>() : nullptr;
-  if (dscale) std::fill_n(dscale, channels, T(0));
-  if (dbias) std::fill_n(dbias, channels, T(0));
-  const T m = static_cast<T>(l.inner);
-  for (int64_t g = 0; g < l.channels; ++g) {
-    const T invstd = T(1) / std::sqrt(var[g] + eps);
-    const T mu = mean[g];
-    Acc sum_g = 0, sum_g_xhat = 0;
-    if (dy) {
-      for_each_in_channel(l, g, [&](int64_t i) {
-        sum_g += dy[i];
-        sum_g_xhat += static_cast<Acc>(dy[i]) * ((x[i] - mu) * invstd);
-      });
-    }
-    if (dscale) dscale[g % channels] += static_cast<T>(sum_g_xhat);
-    if (dbias) dbias[g % channels] += static_cast<T>(sum_g);
-    if (!dx) continue;
-    const T a = scale[g % channels] * invstd;
-    const T mean_g = static_cast<T>(sum_g) / m, mean_g_xhat = static_cast<T>(sum_g_xhat) / m;
-    for_each_in_channel(l, g, [&](int64_t i) {
-      dx[i] = a * ((dy ? dy[i] : T(0)) - mean_g - (x[i] - mu) * invstd * mean_g_xhat);
-    });
-  }
-}
-
-Status instance_norm_backward(BackwardContext& ctx) {
-  BatchNormLayout l;
-  int64_t channels = 0;
-  GRIST_TRY(instance_norm_layout(ctx.node, ctx.inputs, l, channels));
-  for (int i = 0; i < 3; ++i)
-    if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
-  dispatch_float(ctx.input(0)->dtype(),
-                 [&](auto tag) { instance_norm_backward_typed<decltype(tag)>(ctx, l, channels); });
-  return Status::ok();
-}
-
-// ---------------------------------------------------------------------------------------------------
-// GroupNormalization (opsets 18 and 21): the channels of each sample in num_groups groups of C/G adjacent ones,
-// each group normalised over its (C/G)·spatial values, then scaled and shifted per group (opset 18, deprecated
-// by ONNX for that) or per channel (21). A group is contiguous in memory: BatchNormLayout {1, N·G, (C/G)·S} makes
-// each group one "channel" of the statistics, {1, N·C, S} each channel one of the scale.
+// GroupNormalization (opsets 18 and 21) and InstanceNormalization: the channels of each sample in groups of C/G
+// adjacent ones (InstanceNormalization: one each), each group normalised over its (C/G)·spatial values with
+// BatchNormalization's training-mode arithmetic, then scaled and shifted per channel (InstanceNormalization,
+// GroupNormalization-21) or per group (GroupNormalization-18, which ONNX deprecated for that). A group is
+// contiguous in memory: BatchNormLayout {1, N·G, (C/G)·S} makes each group one "channel" of the statistics,
+// {1, N·C, S} each channel one of the scale.
 struct GroupNormLayout {
   BatchNormLayout groups, channels;
-  int64_t per_group = 0;      // channels in a group
-  int64_t num_channels = 0;   // C
-  bool per_channel = false;   // opset 21: scale and bias of C elements; else of num_groups
+  int64_t per_group = 0;     // channels in a group
+  int64_t num_channels = 0;  // C
+  bool per_channel = false;  // scale and bias of C elements; else of G
   // The scale and bias index of channel row r of `channels` (n·C + c).
   int64_t param(int64_t r) const {
     const int64_t c = r % num_channels;
@@ -341,35 +246,51 @@ struct GroupNormLayout {
   }
 };
 
-Status group_norm_layout(const Node& node, std::span<const Tensor* const> in, GroupNormLayout& l) {
+// `groups` of X's channels (0: one per channel), scale and bias per channel or per group.
+Status grouped_layout(const Node& node, std::span<const Tensor* const> in, int64_t groups, bool per_channel,
+                      const char* params_are, GroupNormLayout& l) {
   for (size_t i = 0; i < 3; ++i)
-    if (in.size() <= i || !in[i]) return node_error(node, fmt::format("input {} is missing", i));
+    if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
   const Tensor& x = *in[0];
+  GRIST_TRY(require_float(node, x, "input"));
   if (x.rank() < 2) return node_error(node, fmt::format("input must have rank 2 or more, got {}", x.shape().str()));
-  const int64_t groups = node.attr_int("num_groups", 0);
   const int64_t c = x.shape()[1];
+  if (groups == 0) groups = c;
   if (groups <= 0 || c % groups != 0)
     return node_error(node, fmt::format("num_groups {} does not divide the {} channels", groups, c));
-  l.per_channel = node.opset >= 21;
+  l.per_channel = per_channel;
   l.num_channels = c;
   l.per_group = c / groups;
   const int64_t n = x.shape()[0], spatial = x.shape().numel(2, x.rank());
   l.groups = {1, n * groups, l.per_group * spatial};
   l.channels = {1, n * c, spatial};
-  const int64_t params = l.per_channel ? c : groups;
+  const int64_t params = per_channel ? c : groups;
   for (size_t i = 1; i < 3; ++i)
     if (in[i]->dtype() != x.dtype() || in[i]->numel() != params)
-      return node_error(node, fmt::format("{} must have the input's dtype and {} elements ({} at opset {}), got {}",
-                                          i == 1 ? "scale" : "bias", params,
-                                          l.per_channel ? "one per channel" : "one per group", node.opset,
-                                          in[i]->shape().str()));
+      return node_error(node, fmt::format("{} must have the input's dtype and {} elements ({}), got {}",
+                                          i == 1 ? "scale" : "bias", params, params_are, in[i]->shape().str()));
   return Status::ok();
 }
 
+Status instance_norm_layout(const Node& node, std::span<const Tensor* const> in, GroupNormLayout& l) {
+  return grouped_layout(node, in, 0, true, "one per channel", l);
+}
+
+Status group_norm_layout(const Node& node, std::span<const Tensor* const> in, GroupNormLayout& l) {
+  const bool per_channel = node.opset >= 21;
+  const int64_t groups = node.attr_int("num_groups", 0);
+  if (groups <= 0) return node_error(node, fmt::format("num_groups must be positive, not {}", groups));
+  return grouped_layout(node, in, groups, per_channel,
+                        per_channel ? "one per channel at opset 21" : "one per group at opset 18", l);
+}
+
+using GroupNormLayoutFn = Status (*)(const Node&, std::span<const Tensor* const>, GroupNormLayout&);
+
 // State slots 0 and 1: the mean and variance of every (sample, group), for the backward.
+template <GroupNormLayoutFn Layout>
 Status group_norm_forward(ForwardContext& ctx) {
   GroupNormLayout l;
-  GRIST_TRY(group_norm_layout(ctx.node, ctx.inputs, l));
+  GRIST_TRY(Layout(ctx.node, ctx.inputs, l));
   const Tensor& x = *ctx.input(0);
   Tensor& y = *ctx.output(0);
   y.resize(x.dtype(), x.shape());
@@ -394,7 +315,7 @@ Status group_norm_forward(ForwardContext& ctx) {
   return Status::ok();
 }
 
-// Per group of m elements, with x̂ = (x − μ)·invstd and h = scale·dY (scale that of each element's channel or
+// Per group of m elements, with x̂ = (x − μ)·invstd and h = scale·dY (the scale of each element's channel or
 // group): dX = invstd·(h − Σh/m − x̂·Σ(h·x̂)/m); dscale and dB sum dY·x̂ and dY over their elements.
 template <class T>
 void group_norm_backward_typed(BackwardContext& ctx, const GroupNormLayout& l) {
@@ -438,9 +359,10 @@ void group_norm_backward_typed(BackwardContext& ctx, const GroupNormLayout& l) {
   }
 }
 
+template <GroupNormLayoutFn Layout>
 Status group_norm_backward(BackwardContext& ctx) {
   GroupNormLayout l;
-  GRIST_TRY(group_norm_layout(ctx.node, ctx.inputs, l));
+  GRIST_TRY(Layout(ctx.node, ctx.inputs, l));
   for (int i = 0; i < 3; ++i)
     if (Tensor* g = ctx.grad_input(i)) g->resize(ctx.input(i)->dtype(), ctx.input(i)->shape());
   dispatch_float(ctx.input(0)->dtype(), [&](auto tag) { group_norm_backward_typed<decltype(tag)>(ctx, l); });
@@ -846,32 +768,15 @@ Status batch_norm_bounds(BoundsContext& c) {
   });
 }
 
-// InstanceNormalization: every (sample, channel) normalised over its spatial values, which lie in the
-// channel's hull over all samples; one interval per channel.
-Status instance_norm_bounds(BoundsContext& c) {
+// GroupNormalization and InstanceNormalization: every (sample, group) normalised over values that lie in the hull
+// of its channels over all samples (normalized_affine over the group's size); one interval per channel, with its
+// own scale and bias or its group's. `groups` 0: one per channel.
+Status grouped_norm_bounds(BoundsContext& c, int64_t groups, bool per_channel) {
   const IntervalTensor* x = c.partitioned(0);
   if (!x || !x->shape_known || x->shape.rank() < 2 || c.outputs.empty()) return bounds_unbounded(c);
   const int64_t channels = x->shape[1];
-  for (size_t i = 1; i < 3; ++i)
-    if (!c.input(i) || !c.input(i)->shape_known || c.input(i)->numel() != channels) return bounds_unbounded(c);
-  const float eps = static_cast<float>(c.node.attr_float("epsilon", 1e-5));
-  const std::vector<Interval> xc = hulls_along(*x, 1);
-  const int64_t count = x->shape.numel(2, x->shape.rank());
-  const bool nan = x->may_be_nan || c.input(1)->may_be_nan || c.input(2)->may_be_nan;
-  return per_channel_bounds(c, *x, nan, [&](int64_t ch, bool& may_be_nan) {
-    return normalized_affine(xc[static_cast<size_t>(ch)], count, eps, c.input(1)->at(ch), c.input(2)->at(ch),
-                             may_be_nan);
-  });
-}
-
-// GroupNormalization: every (sample, group) normalised over values that lie in the hull of its channels over all
-// samples (normalized_affine over the group's size); one interval per channel, its own scale and bias or its group's.
-Status group_norm_bounds(BoundsContext& c) {
-  const IntervalTensor* x = c.partitioned(0);
-  if (!x || !x->shape_known || x->shape.rank() < 2 || c.outputs.empty()) return bounds_unbounded(c);
-  const int64_t channels = x->shape[1], groups = c.node.attr_int("num_groups", 0);
+  if (groups == 0) groups = channels;
   if (groups <= 0 || channels % groups != 0) return bounds_unbounded(c);
-  const bool per_channel = c.node.opset >= 21;
   const int64_t per_group = channels / groups;
   for (size_t i = 1; i < 3; ++i)
     if (!c.input(i) || !c.input(i)->shape_known || c.input(i)->numel() != (per_channel ? channels : groups))
@@ -891,6 +796,13 @@ Status group_norm_bounds(BoundsContext& c) {
     return normalized_affine(xg[static_cast<size_t>(ch / per_group)], count, eps, c.input(1)->at(k),
                              c.input(2)->at(k), may_be_nan);
   });
+}
+
+Status instance_norm_bounds(BoundsContext& c) { return grouped_norm_bounds(c, 0, true); }
+
+Status group_norm_bounds(BoundsContext& c) {
+  const int64_t groups = c.node.attr_int("num_groups", 0);  // none or ≤ 0: the kernel refuses it; unbounded here
+  return grouped_norm_bounds(c, groups > 0 ? groups : -1, c.node.opset >= 21);
 }
 
 // LayerNormalization: every row normalised (normalized_bound over its cols), then Scale and B per
@@ -954,12 +866,13 @@ void register_normalization_ops(OpRegistry& r) {
                    batch_norm_bounds};
   batch_norm.in_place = batch_norm_in_place;
   r.add(batch_norm);
-  r.add(OpDef{"InstanceNormalization", "", instance_norm_forward, instance_norm_backward, inputs_mask({0, 1, 2}), {},
+  r.add(OpDef{"InstanceNormalization", "", group_norm_forward<instance_norm_layout>,
+              group_norm_backward<instance_norm_layout>, inputs_mask({0, 1, 2}), {},
               instance_norm_bounds});
   r.add(OpDef{"LayerNormalization", "", layer_norm_forward, layer_norm_backward, inputs_mask({0, 1, 2}), {},
               layer_norm_bounds});
-  r.add(OpDef{"GroupNormalization", "", group_norm_forward, group_norm_backward, inputs_mask({0, 1, 2}), {},
-              group_norm_bounds});
+  r.add(OpDef{"GroupNormalization", "", group_norm_forward<group_norm_layout>, group_norm_backward<group_norm_layout>,
+              inputs_mask({0, 1, 2}), {}, group_norm_bounds});
   // Input 1 is the drop ratio (opset 12+).
   r.add(OpDef{"Dropout", "", dropout_forward, dropout_backward, inputs_mask({0}), {}, dropout_bounds, kDrawsRandom,
               nullptr, inputs_mask({1})});
