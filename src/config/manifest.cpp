@@ -541,7 +541,8 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
     return r.error(p + "craft_early", "and search.stall_rule: one rule for when crafted training joins");
   if (*stall_rule)
     for (const char* clock : {"weights_after", "weights_after_s"})
-      if (t.get(clock)) return r.error(p + "stall_rule", fmt::format("and search.{}: a clock or the stall rule, not both", clock));
+      if (t.get(clock))
+        return r.error(p + "stall_rule", fmt::format("and search.{}: a clock or the stall rule, not both", clock));
   m.search.stall_rule = *stall_rule;
   m.search.craft_early = *craft_early;
   auto target = r.string(t, p, "target", "");

@@ -719,7 +719,8 @@ Status resize_plan(const Ctx& c, const Shape& in, ResizePlan& p) {
   const std::string mode = n.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "cubic")
     return node_error(n, fmt::format("mode '{}' is not supported", mode));
-  if (n.attr_int("antialias", 0) || n.has_attr("axes") || n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
+  if (n.attr_int("antialias", 0) || n.has_attr("axes") ||
+      n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch")
     return node_error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
   const std::string coords =
       legacy ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");

@@ -274,7 +274,7 @@ TEST(GroupNormalizationBounds, EnclosesTheKernelAtBothOpsets) {
         group_norm(2, opset), {Tensor(DType::Float32, {2, 4, 3}), Tensor(DType::Float32, p), Tensor(DType::Float32, p)},
         {{-5, 5}, {0.5, 2}, {-1, 1}}, 76);
     ASSERT_EQ(bounds.size(), 1u);
-    // 6 values a group: |x − μ|/σ ≤ √6 (normalized_bound; √5 is the tight one), times scale ≤ 2, plus |B| ≤ 1.
+    // 6 values a group: |x − μ|/σ ≤ √6 (normalized_bound; √5 is tight), times scale ≤ 2, plus |B| ≤ 1.
     EXPECT_FALSE(bounds[0].may_be_nan);
     EXPECT_LE(bounds[0].hull().hi, 2 * std::sqrt(6.0) + 1 + 1e-3);
     auto wide = testing::expect_bounds_sound(

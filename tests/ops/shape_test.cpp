@@ -261,8 +261,9 @@ TEST(Split, NumOutputsMakesTheLastPieceSmaller) {
                 .find("num_outputs is 2, but the node has 3 outputs"),
             std::string::npos);
   Rng rng(11);
-  expect_gradient_matches(Spec("Split").attr("axis", attr_int(-1)).attr("num_outputs", attr_int(3)).outputs(3).opset(18),
-                          {random_tensor(rng, {2, 8})});
+  expect_gradient_matches(
+      Spec("Split").attr("axis", attr_int(-1)).attr("num_outputs", attr_int(3)).outputs(3).opset(18),
+      {random_tensor(rng, {2, 8})});
 }
 
 TEST(Split, GradientConcatenatesThePieces) {
@@ -590,6 +591,18 @@ TEST(Resize, LinearAndNearestFollowTheirCoordinateRules) {
                                  {x, Tensor(), Tensor(), sizes})));
   EXPECT_NE(error_of(resize("area"), {x, Tensor(), Tensor(), sizes}).find("mode 'area' is not supported"),
             std::string::npos);
+  // Opset 18's and 19's additions other than their defaults are refused by name, never ignored.
+  const std::string opset18 = "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported";
+  EXPECT_NE(error_of(resize("linear").opset(18).attr("keep_aspect_ratio_policy", attr_string("not_larger")),
+                     {x, Tensor(), Tensor(), sizes}).find(opset18), std::string::npos);
+  EXPECT_NE(error_of(resize("linear").opset(18).attr("antialias", attr_int(1)), {x, Tensor(), Tensor(), sizes})
+                .find(opset18), std::string::npos);
+  EXPECT_NE(error_of(resize("linear", "half_pixel_symmetric").opset(19), {x, Tensor(), Tensor(), sizes})
+                .find("coordinate_transformation_mode 'half_pixel_symmetric' is not supported"),
+            std::string::npos);
+  EXPECT_TRUE(tensors_close(doubles({1, 1, 1, 4}, {1, 1.5, 2.5, 3}),
+                            run1(resize("linear").opset(18).attr("keep_aspect_ratio_policy", attr_string("stretch")),
+                                 {x, Tensor(), Tensor(), sizes})));
 }
 
 TEST(Resize, GradientsMatchFiniteDifferences) {
