@@ -48,7 +48,10 @@ struct MergeFlags {
 };
 
 // Each trigger's witness written to a scratch folder and replayed as `grist replay` would, then removed.
-Result<bool> replay_in_scratch(const fs::path& scratch, const Manifest& m, const HazardOutcome& out) {
+// A witness that does not fail again is a bug of grist's: it is kept in `keep`/<subject>-seed<S>/ to be looked at,
+// and named on stderr, instead of being removed with the scratch folder.
+Result<bool> replay_in_scratch(const fs::path& scratch, const fs::path& keep, const Manifest& m,
+                               const HazardOutcome& out) {
   auto files = write_witness(scratch.string(), m.model, m, out);
   if (!files) return files.error();
   auto replay = replay_witness(files->json);
@@ -56,6 +59,15 @@ Result<bool> replay_in_scratch(const fs::path& scratch, const Manifest& m, const
   fs::remove(files->json, ec);
   fs::remove(files->npz, ec);
   if (!replay) return replay.error();
+  if (!replay->reproduced) {
+    const std::string subject = fs::path(m.model).parent_path().filename().string();
+    const fs::path dir = keep / fmt::format("{}-seed{}", subject, m.search.seed);
+    auto kept = write_witness(dir.string(), m.model, m, out);
+    std::fprintf(stderr, "\nbench: bug %s seed %llu: the witness did not fail again on replay (%s); %s\n",
+                 subject.c_str(), static_cast<unsigned long long>(m.search.seed),
+                 replay->event.found ? ("it fired at " + replay->event.node_name + " instead").c_str() : "all finite",
+                 kept ? ("kept: " + kept->json).c_str() : ("not kept: " + kept.message()).c_str());
+  }
   return replay->reproduced;
 }
 
@@ -84,16 +96,19 @@ Status write_new(const fs::path& p, const std::string& text) {
 // bench's exit status for its rows: 1 when a witness did not fail again, a trigger contradicted a proof, a subject
 // did not trigger in every run or fired on another op, or a repair was not verified.
 int verdict(const std::vector<SubjectResult>& rows) {
-  for (const auto& r : rows) {
-    // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's.
+  // A witness that does not fail again, or a trigger of a hazard the scan proved safe, is a bug of grist's: every
+  // such subject is named, not only the first row that fails.
+  bool bug = false;
+  for (const auto& r : rows)
     if (r.reproduced < r.replayed || r.contradicted_proofs > 0) {
       std::fprintf(stderr, "bug %s: %d of %d witnesses failed again on replay, %d triggers contradicted a proof\n",
                    r.id.c_str(), r.reproduced, r.replayed, r.contradicted_proofs);
-      return kExitNonFinite;
+      bug = true;
     }
-    // A trigger on another op than the subject's facts name is a wrong answer, not a success.
+  if (bug) return kExitNonFinite;
+  // A trigger on another op than the subject's facts name is a wrong answer, not a success.
+  for (const auto& r : rows)
     if (!r.error.empty() || r.triggered < r.runs || r.expected_op_hits < r.triggered) return kExitNonFinite;
-  }
   for (const auto& r : rows)
     if (r.fix.ran && !r.fix.verified) return kExitNonFinite;  // some subject's bug got no verified repair
   return kExitClean;
@@ -189,8 +204,9 @@ int bench_main(const BenchFlags& f) {
     shard = *spec;
   }
   const fs::path scratch = fs::temp_directory_path() / fmt::format("grist-bench-replay-{}", ::getpid());
-  if (!f.no_replay) o.replay = [scratch](const Manifest& m, const HazardOutcome& out) {
-    return replay_in_scratch(scratch, m, out);
+  const fs::path unreproduced = fs::path(f.out) / "unreproduced";
+  if (!f.no_replay) o.replay = [scratch, unreproduced](const Manifest& m, const HazardOutcome& out) {
+    return replay_in_scratch(scratch, unreproduced, m, out);
   };
   auto ids = list_subjects(o.zoo_dir, o.only);
   if (!ids) return fail(ids.message());
