@@ -4,39 +4,17 @@
 // iteration is pinned, so a change of the redraw, of the flush or of the search shows. Before commit c13ab3a S1 and
 // S2 were never redrawn and it fired at 327; with denormals kept it needs crafted training (docs/RESULTS.md,
 // session 14). Seed 1, a budget by iteration count. Needs the zoo exported (make test does it).
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
 #include "config/manifest.h"
-#include "onnx/import.h"
-#include "search/hunt.h"
+#include "support/zoo_hunt.h"
 
 using namespace grist;
 
 namespace {
 
 HazardOutcome hunt_subject_15(bool ftz) {
-  const std::string dir = std::string(GRIST_SOURCE_DIR) + "/zoo/15/";
-  auto m = read_manifest(dir + "manifest.toml");
-  EXPECT_TRUE(m.is_ok()) << m.message();
-  EXPECT_TRUE(std::filesystem::exists(m->model)) << m->model << " missing: run /usr/bin/python3 zoo/zoo_export.py";
-  auto g = import_onnx_file(m->model);
-  EXPECT_TRUE(g.is_ok()) << g.message();
-  if (!m || !g) return {};
-  HuntOptions h;
-  h.manifest = *m;
-  h.manifest.ftz = ftz;
-  h.manifest.search.seed = 1;
-  h.manifest.search.weight_change = 0;   // the inputs alone (--reach inputs)
-  h.manifest.search.training_share = 0;  // and no crafted training batches
-  h.manifest.search.max_iterations = 1500;
-  h.manifest.search.time_limit = 10;  // minutes, a backstop
-  h.batch_size = m->batch_size;
-  auto r = hunt(*g, h);
-  EXPECT_TRUE(r.is_ok()) << r.message();
-  if (!r || r->outcomes.empty()) return {};
-  return r->outcomes.front();
+  return grist::testing::hunt_zoo_inputs_only("15", 1500, [&](Manifest& m) { m.ftz = ftz; });
 }
 
 }  // namespace

@@ -4,39 +4,16 @@
 // and without switching. Which rows are replaced decides when log(softmax) fires, so each rule's exact
 // iteration is pinned: a change of the rule, the score or the row bookkeeping shows. Seed 1, budgets by
 // iteration count. Needs the zoo exported and Fashion-MNIST (make test has both).
-#include <filesystem>
-
 #include <gtest/gtest.h>
 
-#include "config/manifest.h"
-#include "onnx/import.h"
-#include "search/hunt.h"
+#include "support/zoo_hunt.h"
 
 using namespace grist;
 
 namespace {
 
 HazardOutcome hunt_subject_3(const std::function<void(SearchConfig&)>& rule) {
-  const std::string dir = std::string(GRIST_SOURCE_DIR) + "/zoo/3/";
-  auto m = read_manifest(dir + "manifest.toml");
-  EXPECT_TRUE(m.is_ok()) << m.message();
-  EXPECT_TRUE(std::filesystem::exists(m->model)) << m->model << " missing: run /usr/bin/python3 zoo/zoo_export.py";
-  auto g = import_onnx_file(m->model);
-  EXPECT_TRUE(g.is_ok()) << g.message();
-  if (!m || !g) return {};
-  HuntOptions h;
-  h.manifest = *m;
-  h.manifest.search.seed = 1;
-  h.manifest.search.weight_change = 0;  // the inputs alone, as GRIST (--reach inputs): no weight steps
-  h.manifest.search.training_share = 0;  // and no crafted training batches
-  h.manifest.search.max_iterations = 3000;
-  h.manifest.search.time_limit = 10;  // minutes, a backstop
-  rule(h.manifest.search);
-  h.batch_size = m->batch_size;
-  auto r = hunt(*g, h);
-  EXPECT_TRUE(r.is_ok()) << r.message();
-  if (!r || r->outcomes.empty()) return {};
-  return r->outcomes.front();
+  return grist::testing::hunt_zoo_inputs_only("3", 3000, [&](Manifest& m) { rule(m.search); });
 }
 
 }  // namespace
