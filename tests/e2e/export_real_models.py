@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Exports the real-model end-to-end set (torchvision classifiers, a Transformer encoder, LSTM and GRU
-classifiers) with Debian's PyTorch, at opsets 13 and 17, and records PyTorch's outputs and gradients.
+classifiers) with Debian's PyTorch, at opsets 13 and 17 (and 17's upgraded to 18), and records PyTorch's outputs and
+gradients.
 
     /usr/bin/python3 tests/e2e/export_real_models.py OUT_DIR [--only NAME,...] [--force]
 
@@ -194,17 +195,49 @@ def export_model(out, name):
     for n, g in zip(["x"] + list(params.keys()), grads64):
         record["f64:grad:" + n] = g.numpy()
     cases = []
-    for opset in OPSETS:
+    for opset in OPSETS + (18,):
         case = f"{name}_op{opset}"
-        torch.onnx.export(model, (x,), os.path.join(out, case + ".onnx"), input_names=["x"], output_names=["y"],
-                          opset_version=opset, do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
-        check_every_parameter_is_an_initializer(os.path.join(out, case + ".onnx"), params)
+        path = os.path.join(out, case + ".onnx")
+        if opset == 18:
+            upgrade_to_opset_18(os.path.join(out, f"{name}_op17.onnx"), path)
+        else:
+            torch.onnx.export(model, (x,), path, input_names=["x"], output_names=["y"], opset_version=opset,
+                              do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE)
+        check_every_parameter_is_an_initializer(path, params)
         np.savez(os.path.join(out, case + ".expected.npz"), **record)
         np.save(os.path.join(out, case + ".input.x.npy"), x.numpy())
         cases.append({"case": case, "model": case + ".onnx", "inputs": {"x": case + ".input.x.npy"},
                       "outputs": ["y"]})
         print("exported", case, flush=True)
     return cases
+
+
+# The Reduce* ops whose axes became an input at opset 18 (ReduceSum's did at 13).
+REDUCE_AXES_INPUT_AT_18 = {"ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
+                           "ReduceMin", "ReduceProd", "ReduceSumSquare"}
+
+
+def upgrade_to_opset_18(src, dst):
+    """The opset-17 export as PyTorch 2 would write it at opset 18 (Debian's torch 1.13 stops at 17, its ONNX's
+    version converter too): the one change of opset 18 these models meet is the Reduce* ops' axes, an attribute
+    before and an int64 input after. Every other op they use is the same at 18."""
+    import onnx
+    from onnx import helper, numpy_helper
+    m = onnx.load(src, load_external_data=False)
+    for op in m.opset_import:
+        if op.domain in ("", "ai.onnx"):
+            op.version = 18
+    for k, node in enumerate(m.graph.node):
+        if node.op_type not in REDUCE_AXES_INPUT_AT_18:
+            continue
+        axes = [a for a in node.attribute if a.name == "axes"]
+        if not axes:
+            continue
+        name = f"{node.name or node.op_type + str(k)}_axes"
+        m.graph.initializer.append(numpy_helper.from_array(np.array(list(axes[0].ints), dtype=np.int64), name))
+        node.attribute.remove(axes[0])
+        node.input.append(name)
+    onnx.save(m, dst)
 
 
 def main():
