@@ -7,7 +7,8 @@ to a parameter is: the program's next optimizer step then writes NaN or Inf into
 Usage: /usr/bin/python3 bench/torch_witness_check.py zoo/ID WITNESS.json [WITNESS.json ...]
 Exit status: 0 every witness holds in PyTorch, 1 some does not, 2 a witness this check cannot take (a trigger
 in the optimizer step, crafted training steps, dropout masks that only grist's generator can redraw, weights
-whose ONNX names are not the module's).
+whose ONNX names are not the module's). A witness found under flush-to-zero is checked with PyTorch's
+set_flush_denormal.
 """
 import importlib.util
 import json
@@ -39,6 +40,10 @@ def check(folder, witness_path):
         return 2, "dropout was on in the pass: its masks come from grist's generator, not PyTorch's"
     if any(k.startswith("step.") for k in arrays):
         return 2, "the witness holds crafted training steps; replay them with grist replay"
+    # The witness's numerics: flush-to-zero (a TensorFlow program's CPU kernels, the manifest's [numerics] ftz) is
+    # PyTorch's set_flush_denormal on this CPU, for this witness only.
+    if not torch.set_flush_denormal(bool(w.get("ftz"))) and w.get("ftz"):
+        return 2, "the witness ran with flush-to-zero, which PyTorch cannot set on this CPU"
     subject = load_subject(folder)
     model = subject.model
     params = dict(model.named_parameters())
