@@ -82,10 +82,9 @@ bench: build
 
 # The tests under AddressSanitizer + UndefinedBehaviorSanitizer, built with clang so that the same build
 # also gives the libFuzzer targets (optimised, so the conformance data runs in reasonable time). Left out: the
-# zoo tests, the shell CLI test, the real-model set and the opset 18-21 models (RealModels, NewerOpsets: made in the
-# main build only) and the
-# sharded campaign's equality test (zoo hunts, 19 s in the main build, over 10 minutes under the sanitizers) and
-# the PyTorch witness check (zoo hunts too).
+# zoo tests, the shell CLI test, the real-model set and the opset 18-21 models (RealModels, NewerOpsets: made in
+# the main build only), the sharded campaign's equality test (zoo hunts, 19 s in the main build, over 10 minutes
+# under the sanitizers) and the PyTorch witness check (zoo hunts too).
 SAN_BUILD := build-asan
 sanitize: deps
 	cmake -S . -B $(SAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ \

@@ -26,7 +26,7 @@ struct Case {
   std::vector<std::string> outputs;
 };
 
-// The cases the generator listed; none when it has not run (the oracle test below then fails).
+// The cases the generator listed; none when it has not run (the test then fails on the missing ort.json).
 std::vector<Case> cases() {
   std::ifstream f(kDir / "cases.json");
   if (!f) return {};
