@@ -36,8 +36,12 @@ std::string class_text(const HazardOutcome& o) {
     case FindingClass::TrainingReached:
       return fmt::format("training-reached: after {} of the model's own optimizer steps on crafted training batches "
                          "(from iteration {}; data within the inputs' ranges, labels from the label set); the witness "
-                         "replays them",
-                         o.witness.training.size(), o.training_from);
+                         "replays them{}",
+                         o.witness.training.size(), o.training_from,
+                         o.crafting_attempts > 1
+                             ? fmt::format(" (attempt {}: the {} before it stalled and were undone)", o.crafting_attempts,
+                                           o.crafting_attempts - 1)
+                             : "");
     case FindingClass::WeightsPerturbed: {
       std::string s = "weights-perturbed: only moving the weights directly reached it; no training run was shown to";
       for (const auto& m : o.weight_moves) {
@@ -200,7 +204,8 @@ nlohmann::json outcome_json(const Graph& g, const HuntReport& r, const HazardOut
   nlohmann::json x{{"hazard", o.site.id}, {"triggered", o.triggered}, {"iterations", o.iterations},
                    {"seconds", o.seconds}, {"seconds_since_start", o.seconds_since_start},
                    {"budget_seconds", o.budget_s}, {"objective", o.objective}, {"strategy", o.strategy},
-                   {"weights_from_iteration", o.weights_from}, {"training_from_iteration", o.training_from}};
+                   {"weights_from_iteration", o.weights_from}, {"training_from_iteration", o.training_from},
+                   {"crafting_attempts", o.crafting_attempts}};
   if (!o.skipped.empty()) x["skipped"] = o.skipped;
   if (!o.stopped.empty()) x["stopped"] = o.stopped;
   if (o.masked_count > 0)

@@ -101,6 +101,10 @@ class TargetSearch {
   void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   bool training_phase_over(int64_t it, double elapsed) const;
   bool hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out);
+  void begin_crafting(int64_t it, double elapsed, HazardOutcome& out);
+  bool crafting_attempt_stalled(int64_t it, double elapsed) const;
+  bool crafting_due_again(int64_t it, double elapsed) const;
+  void undo_crafting(int64_t it, double elapsed, HazardOutcome& out);
   void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
   void keep_objective_weight_gradient();
@@ -240,6 +244,14 @@ class TargetSearch {
   std::optional<OptimizerState> training_start_state_;
   std::optional<GradScalerState> training_start_scaler_;
   bool crafting_handed_back_ = false;  // craft_early: crafting filled the witness early and was undone (below)
+  // craft_early's attempts: crafting that stalls is undone and tried again once the program's own training has
+  // run as long as every attempt so far (so its drift gets half the time at least); each attempt is given twice
+  // the least time or iterations of the one before (a later start needs fewer crafted steps, session 13).
+  int crafting_attempts_ = 0;
+  double crafting_spent_s_ = 0;
+  int64_t crafting_spent_it_ = 0;
+  double handed_back_s_ = 0;
+  int64_t handed_back_it_ = 0;
 
   // The weight search: first steps an optimizer step of the model's own kind could take, on the weights it
   // trains (ε = its per-step bound: lr for Adam's first step and Adagrad, lr/√(1−ρ) for RMSProp, lr·|∂L/∂w|
@@ -326,6 +338,9 @@ Status TargetSearch::setup() {
   training_start_state_.reset();
   training_start_scaler_.reset();
   crafting_handed_back_ = false;
+  crafting_attempts_ = 0;
+  crafting_spent_s_ = 0;
+  crafting_spent_it_ = 0;
   if (!m_.loss.empty()) {
     loss_ = g_.find_value(m_.loss);
     GRIST_CHECK(loss_ != kNoValue, "{}: loss '{}' is not a value of the model", m_.path, m_.loss);
@@ -580,10 +595,6 @@ bool TargetSearch::can_craft_training() const {
 void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
   carry();
   stages_begun_ = true;
-  phase_ = Phase::Training;
-  begin_stage(it, elapsed);
-  out.strategy = "grist+training";
-  out.training_from = it;
   training_until_s_ = elapsed + std::min(cfg_.training_share * std::max(0.0, budget_s - elapsed), cfg_.training_s);
   if (cfg_.max_iterations > 0)
     training_until_it_ =
@@ -604,8 +615,17 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
     }
   }
   training_budget_s_ = training_until_s_ - elapsed;
-  // The crafted batches start from the batch the program would train on next; the witness starts from the
-  // weights and optimizer state that its own training produced until now.
+  begin_crafting(it, elapsed, out);
+}
+
+// The crafted batches start from the batch the program would train on next; the witness starts from the
+// weights and optimizer state that its own training produced until now.
+void TargetSearch::begin_crafting(int64_t it, double elapsed, HazardOutcome& out) {
+  phase_ = Phase::Training;
+  begin_stage(it, elapsed);
+  out.strategy = "grist+training";
+  out.training_from = it;
+  out.crafting_attempts = ++crafting_attempts_;
   crafted_ = batch_;
   for (ValueId id : params_) training_start_weights_[g_.value(id).name] = ex_->value(id);
   training_start_state_ = opt_->state();
@@ -631,6 +651,40 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
 bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out) {
   if (!cfg_.craft_early || cfg_.stall_rule || crafted_bytes_ < kMaxCraftedBytes) return false;
   if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  undo_crafting(it, elapsed, out);
+  return true;
+}
+
+// craft_early: an attempt whose objective has not improved over the last half of it (kStageWindow iterations at
+// least), after its least length: 1 s (kStageWindow iterations under max_iterations), doubled per attempt. Crafting
+// from weights the program has barely trained may not reach what it reaches from later ones (zoo 44): the attempt
+// is undone rather than left to fill crafting's share.
+bool TargetSearch::crafting_attempt_stalled(int64_t it, double elapsed) const {
+  if (phase_ != Phase::Training || !cfg_.craft_early || cfg_.stall_rule) return false;
+  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  const int doubling = std::min(crafting_attempts_ - 1, 16);
+  if (cfg_.max_iterations > 0) {
+    if (it - stage_from_ < (kStageWindow << doubling)) return false;
+  } else if (elapsed - stage_from_s_ < kStageFloorSeconds * static_cast<double>(1 << doubling)) {
+    return false;
+  }
+  return it - stage_improved_at_ > std::max<int64_t>(kStageWindow, (it - stage_from_) / 2);
+}
+
+// After an undone attempt: crafting again once the program's own training has run, since, as long as all the
+// attempts together (and while the weights' clock has not come).
+bool TargetSearch::crafting_due_again(int64_t it, double elapsed) const {
+  if (!crafting_handed_back_ || phase_ != Phase::Inputs || !cfg_.craft_early || cfg_.stall_rule) return false;
+  if (cfg_.max_iterations > 0)
+    return it < training_until_it_ && it - handed_back_it_ >= crafting_spent_it_;
+  return elapsed < training_until_s_ && elapsed - handed_back_s_ >= crafting_spent_s_;
+}
+
+void TargetSearch::undo_crafting(int64_t it, double elapsed, HazardOutcome& out) {
+  crafting_spent_s_ += elapsed - stage_from_s_;
+  crafting_spent_it_ += it - stage_from_;
+  handed_back_s_ = elapsed;
+  handed_back_it_ = it;
   for (ValueId id : params_) ex_->mutable_value(id).copy_from(training_start_weights_.at(g_.value(id).name));
   if (training_start_state_) opt_->set_state(*training_start_state_);
   if (scaler_ && training_start_scaler_) scaler_->set_state(*training_start_scaler_);
@@ -638,10 +692,10 @@ bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome&
   crafted_bytes_ = 0;
   crafting_handed_back_ = true;
   phase_ = Phase::Inputs;
+  begin_stage(it, elapsed);
   search_ids_ = data_ids_;
   out.strategy = "grist";
   out.training_from = 0;
-  return true;
 }
 
 void TargetSearch::enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out) {
@@ -1144,6 +1198,11 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
         (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_)) {
       crafting_handed_back_ = false;
       enter_weights_phase(it, elapsed, budget_s, out);
+    }
+    if (crafting_attempt_stalled(it, elapsed)) {
+      undo_crafting(it, elapsed, out);
+    } else if (crafting_due_again(it, elapsed)) {
+      begin_crafting(it, elapsed, out);
     }
     if (training_phase_over(it, elapsed) && !hand_back_crafting(it, elapsed, out)) {
       if (!stepped_weights_.empty()) {

@@ -122,6 +122,7 @@ struct HazardOutcome {
                                // batches), grist+weights, original, random
   FindingClass finding_class = FindingClass::InputReached;
   int64_t training_from = 0;   // iteration at which crafted training batches began (0: never)
+  int crafting_attempts = 0;   // --craft-early: crafted training begun this often (the stalled ones undone)
   int64_t weights_from = 0;    // iteration at which the weights joined the search (0: never)
   int64_t training_steps = 0;  // optimizer steps the model had taken when it fired
   std::vector<WeightMove> weight_moves;  // weights-perturbed: the tensors the search moved most, first

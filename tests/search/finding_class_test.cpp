@@ -251,8 +251,9 @@ TEST(FindingClass, CraftEarlyStartsCraftedTrainingWhenTheInputsStall) {
   expect_witness_replays(l, o, static_cast<int64_t>(o.witness.training.size()));
 }
 
-// ... while the weights keep their clock: crafted training that cannot move the weight (lr 1e-9) keeps its stage
-// until the weights would have joined without it (iteration 51 + half of the 149 left = 125), not sooner.
+// ... while the weights keep their clock: crafted training that cannot move the weight (lr 1e-9) stalls, is
+// undone and tried again (attempts of 30, 60, ... iterations, each after as many of the program's own), but the
+// weights join when they would have without it (iteration 51 + half of the 149 left = 125), not sooner.
 TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
   Loaded l = load("crafted_training_toy");
   Manifest m = toy_manifest(l, true);
@@ -260,7 +261,8 @@ TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
   m.search.weight_change = 0.01;
   m.search.craft_early = true;
   HazardOutcome o = hunt_first(l.graph, m);
-  EXPECT_LT(o.training_from, 12);
   EXPECT_EQ(o.weights_from, 125);
+  EXPECT_EQ(o.crafting_attempts, 2);  // from before iteration 12, then after its 30 + 30 own iterations
+  EXPECT_GE(o.training_from, 60);     // the second attempt's
 }
 
