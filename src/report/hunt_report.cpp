@@ -39,7 +39,7 @@ std::string class_text(const HazardOutcome& o) {
                          "replays them{}",
                          o.witness.training.size(), o.training_from,
                          o.crafting_attempts > 1
-                             ? fmt::format(" (attempt {}: the {} before it stalled and were undone)", o.crafting_attempts,
+                             ? fmt::format(" (attempt {}: the {} before it were undone)", o.crafting_attempts,
                                            o.crafting_attempts - 1)
                              : "");
     case FindingClass::WeightsPerturbed: {

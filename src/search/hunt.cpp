@@ -104,6 +104,10 @@ class TargetSearch {
   void begin_crafting(int64_t it, double elapsed, HazardOutcome& out);
   bool crafting_attempt_stalled(int64_t it, double elapsed) const;
   bool crafting_due_again(int64_t it, double elapsed) const;
+  // Crafting's share of the budget is spent: the weights join (the weights' clock under craft_early).
+  bool crafting_share_over(int64_t it, double elapsed) const {
+    return cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_;
+  }
   void undo_crafting(int64_t it, double elapsed, HazardOutcome& out);
   void enter_weights_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
   void coordinate_weight_steps(int64_t it, double elapsed, HazardOutcome& out);
@@ -243,7 +247,7 @@ class TargetSearch {
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
   std::optional<GradScalerState> training_start_scaler_;
-  bool crafting_handed_back_ = false;  // craft_early: crafting filled the witness early and was undone (below)
+  bool crafting_handed_back_ = false;  // craft_early: crafting stalled or filled the witness and was undone (below)
   // craft_early's attempts: crafting that stalls is undone and tried again once the program's own training has
   // run as long as every attempt so far (so its drift gets half the time at least); each attempt is given twice
   // the least time or iterations of the one before (a later start needs fewer crafted steps, session 13).
@@ -640,17 +644,18 @@ void TargetSearch::begin_crafting(int64_t it, double elapsed, HazardOutcome& out
 bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   if (phase_ != Phase::Training) return false;
   if (crafted_bytes_ >= kMaxCraftedBytes) return true;
-  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return true;
+  if (crafting_share_over(it, elapsed)) return true;
   return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
 }
 
 // craft_early: crafted batches that fill the witness's share before the weights' clock would let the weights
 // join early (a model of small iterations fills 128 MB in well under a second). Instead the crafted steps are
 // undone (the weights and optimizer state back to what the program's own training had reached) and the program's
-// own training goes on until the clock: the hazard stays reachable by the inputs and the program's own drift.
+// own training goes on (crafting may be tried again, crafting_due_again): the hazard stays reachable by the inputs
+// and the program's own drift.
 bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out) {
   if (!cfg_.craft_early || cfg_.stall_rule || crafted_bytes_ < kMaxCraftedBytes) return false;
-  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  if (crafting_share_over(it, elapsed)) return false;
   undo_crafting(it, elapsed, out);
   return true;
 }
@@ -661,7 +666,7 @@ bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome&
 // is undone rather than left to fill crafting's share.
 bool TargetSearch::crafting_attempt_stalled(int64_t it, double elapsed) const {
   if (phase_ != Phase::Training || !cfg_.craft_early || cfg_.stall_rule) return false;
-  if (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_) return false;
+  if (crafting_share_over(it, elapsed)) return false;
   const int doubling = std::min(crafting_attempts_ - 1, 16);
   if (cfg_.max_iterations > 0) {
     if (it - stage_from_ < (kStageWindow << doubling)) return false;
@@ -675,9 +680,9 @@ bool TargetSearch::crafting_attempt_stalled(int64_t it, double elapsed) const {
 // attempts together (and while the weights' clock has not come).
 bool TargetSearch::crafting_due_again(int64_t it, double elapsed) const {
   if (!crafting_handed_back_ || phase_ != Phase::Inputs || !cfg_.craft_early || cfg_.stall_rule) return false;
-  if (cfg_.max_iterations > 0)
-    return it < training_until_it_ && it - handed_back_it_ >= crafting_spent_it_;
-  return elapsed < training_until_s_ && elapsed - handed_back_s_ >= crafting_spent_s_;
+  if (crafting_share_over(it, elapsed)) return false;
+  return cfg_.max_iterations > 0 ? it - handed_back_it_ >= crafting_spent_it_
+                                 : elapsed - handed_back_s_ >= crafting_spent_s_;
 }
 
 void TargetSearch::undo_crafting(int64_t it, double elapsed, HazardOutcome& out) {
@@ -1195,7 +1200,7 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       }
     }
     if (crafting_handed_back_ && phase_ == Phase::Inputs && !stepped_weights_.empty() &&
-        (cfg_.max_iterations > 0 ? it >= training_until_it_ : elapsed >= training_until_s_)) {
+        crafting_share_over(it, elapsed)) {
       crafting_handed_back_ = false;
       enter_weights_phase(it, elapsed, budget_s, out);
     }
