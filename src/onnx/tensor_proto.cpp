@@ -29,23 +29,30 @@ Result<int64_t> checked_nbytes(const std::vector<int64_t>& dims, DType dtype, co
 
 namespace {
 
-template <class T, class Field>
-Status copy_field(const Field& field, Tensor& t, const std::string& what) {
-  GRIST_CHECK(static_cast<int64_t>(field.size()) == t.numel(), "{}: holds {} values, its shape {} needs {}", what,
-              field.size(), t.shape().str(), t.numel());
-  T* d = t.data<T>();
-  for (int64_t i = 0; i < t.numel(); ++i) d[i] = static_cast<T>(field.Get(static_cast<int>(i)));
-  return Status::ok();
+// How many values `p` stores in the typed field that `dtype` reads (float16 and bfloat16 keep one 16-bit pattern
+// per int32_data entry); -1 for a type with no such field.
+int64_t typed_field_size(const onnx::TensorProto& p, DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return p.float_data_size();
+    case DType::Float64: return p.double_data_size();
+    case DType::Int64: return p.int64_data_size();
+    case DType::UInt32: case DType::UInt64: return p.uint64_data_size();
+    case DType::Int32: case DType::Int16: case DType::Int8: case DType::UInt16: case DType::UInt8: case DType::Bool:
+    case DType::Float16: case DType::BFloat16: return p.int32_data_size();
+    default: return -1;
+  }
 }
 
-// ONNX keeps float16 and bfloat16 values in int32_data, one 16-bit pattern per entry.
+template <class T, class Field>
+void copy_field(const Field& field, Tensor& t) {
+  T* d = t.data<T>();
+  for (int64_t i = 0; i < t.numel(); ++i) d[i] = static_cast<T>(field.Get(static_cast<int>(i)));
+}
+
 template <class H>
-Status copy_half_patterns(const google::protobuf::RepeatedField<int32_t>& field, Tensor& t, const std::string& what) {
-  GRIST_CHECK(static_cast<int64_t>(field.size()) == t.numel(), "{}: holds {} values, its shape {} needs {}", what,
-              field.size(), t.shape().str(), t.numel());
+void copy_half_patterns(const google::protobuf::RepeatedField<int32_t>& field, Tensor& t) {
   H* d = t.data<H>();
   for (int64_t i = 0; i < t.numel(); ++i) d[i].bits = static_cast<uint16_t>(field.Get(static_cast<int>(i)));
-  return Status::ok();
 }
 
 }  // namespace
@@ -59,11 +66,22 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const RawDataInFile
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
   auto bytes = checked_nbytes(dims, dtype, what);
   if (!bytes) return bytes.error();
-  Tensor t(dtype, Shape(dims));
-  if (in_file || p.has_raw_data()) {
+  const Shape shape(dims);
+  // What the proto holds is checked against its shape before the tensor is allocated: a few bytes that claim
+  // gigabytes are refused, not allocated.
+  const bool raw = in_file || p.has_raw_data();
+  if (raw) {
     const uint64_t have = in_file ? in_file->length : p.raw_data().size();
     GRIST_CHECK(have == static_cast<uint64_t>(*bytes), "{}: raw data has {} bytes, its shape {} needs {}", what, have,
-                t.shape().str(), *bytes);
+                shape.str(), *bytes);
+  } else {
+    const int64_t have = typed_field_size(p, dtype);
+    GRIST_CHECK(have >= 0, "{}: element type {} is not supported", what, dtype_name(dtype));
+    GRIST_CHECK(have == shape.numel(), "{}: holds {} values, its shape {} needs {}", what, have, shape.str(),
+                shape.numel());
+  }
+  Tensor t(dtype, shape);
+  if (raw) {
     // ONNX raw data is little-endian, as this machine is.
     if (in_file) {
       int error = 0;
@@ -81,27 +99,22 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& p, const RawDataInFile
     }
     return t;
   }
-  if (dtype == DType::BFloat16) {
-    GRIST_TRY(copy_half_patterns<BFloat16>(p.int32_data(), t, what));
-    return t;
-  }
-  Status st;
   switch (dtype) {
-    case DType::Float32: st = copy_field<float>(p.float_data(), t, what); break;
-    case DType::Float64: st = copy_field<double>(p.double_data(), t, what); break;
-    case DType::Int64: st = copy_field<int64_t>(p.int64_data(), t, what); break;
-    case DType::UInt32: st = copy_field<uint32_t>(p.uint64_data(), t, what); break;
-    case DType::UInt64: st = copy_field<uint64_t>(p.uint64_data(), t, what); break;
-    case DType::Int32: st = copy_field<int32_t>(p.int32_data(), t, what); break;
-    case DType::Int16: st = copy_field<int16_t>(p.int32_data(), t, what); break;
-    case DType::Int8: st = copy_field<int8_t>(p.int32_data(), t, what); break;
-    case DType::UInt16: st = copy_field<uint16_t>(p.int32_data(), t, what); break;
-    case DType::UInt8: st = copy_field<uint8_t>(p.int32_data(), t, what); break;
-    case DType::Bool: st = copy_field<bool>(p.int32_data(), t, what); break;
-    case DType::Float16: st = copy_half_patterns<Half>(p.int32_data(), t, what); break;
-    default: return make_error("{}: element type {} is not supported", what, dtype_name(dtype));
+    case DType::Float32: copy_field<float>(p.float_data(), t); break;
+    case DType::Float64: copy_field<double>(p.double_data(), t); break;
+    case DType::Int64: copy_field<int64_t>(p.int64_data(), t); break;
+    case DType::UInt32: copy_field<uint32_t>(p.uint64_data(), t); break;
+    case DType::UInt64: copy_field<uint64_t>(p.uint64_data(), t); break;
+    case DType::Int32: copy_field<int32_t>(p.int32_data(), t); break;
+    case DType::Int16: copy_field<int16_t>(p.int32_data(), t); break;
+    case DType::Int8: copy_field<int8_t>(p.int32_data(), t); break;
+    case DType::UInt16: copy_field<uint16_t>(p.int32_data(), t); break;
+    case DType::UInt8: copy_field<uint8_t>(p.int32_data(), t); break;
+    case DType::Bool: copy_field<bool>(p.int32_data(), t); break;
+    case DType::Float16: copy_half_patterns<Half>(p.int32_data(), t); break;
+    case DType::BFloat16: copy_half_patterns<BFloat16>(p.int32_data(), t); break;
+    default: break;  // typed_field_size refused it above
   }
-  if (!st) return st.error();
   return t;
 }
 

@@ -307,6 +307,16 @@ TEST_F(ModelFile, RefusedTensorsGiveTheMessagesTheyAlwaysGave) {
   const std::vector<Case> cases = {
       {"short", [](onnx::TensorProto& t) { t.mutable_raw_data()->resize(20); }, "raw data has 20 bytes"},
       {"long", [](onnx::TensorProto& t) { t.mutable_raw_data()->append(8, '\0'); }, "raw data has 32 bytes"},
+      // 24 bytes that claim 6 GiB are refused before anything is allocated (libFuzzer's malloc limit found it;
+      // its input is tests/fuzz/seeds/onnx/claims_8_gib.onnx).
+      {"claims_gigabytes", [](onnx::TensorProto& t) { t.set_dims(0, int64_t{1} << 29); }, "raw data has 24 bytes"},
+      {"claims_gigabytes_typed",
+       [](onnx::TensorProto& t) {
+         t.clear_raw_data();
+         t.add_float_data(1);
+         t.set_dims(0, int64_t{1} << 29);
+       },
+       "holds 1 values"},
       {"typed_too", [](onnx::TensorProto& t) { t.add_float_data(1); }, "one and only one value field"},
       {"string", [](onnx::TensorProto& t) { t.set_data_type(onnx::TensorProto::STRING); }, "STRING data"},
       {"unsupported", [](onnx::TensorProto& t) { t.set_data_type(onnx::TensorProto::COMPLEX64); }, ""},
