@@ -96,6 +96,7 @@ class TargetSearch {
   Status input_step(int64_t it);
   void step_weights();
   bool newton_step_weights();  // false: no weight has a gradient of the objective
+  bool inputs_clock_over(int64_t it, double elapsed, double budget_s) const;
   bool inputs_phase_over(int64_t it, double elapsed, double budget_s) const;
   bool can_craft_training() const;
   void enter_training_phase(int64_t it, double elapsed, double budget_s, HazardOutcome& out);
@@ -191,6 +192,7 @@ class TargetSearch {
   double newton_best_ = std::numeric_limits<double>::infinity();
   int64_t newton_best_at_ = 0;
   bool weights_changed_ = false;
+  bool own_steps_after_crafting_ = false;  // the program's own training stepped after crafted steps (record_trigger)
   bool objective_backward_ran_ = false;
   bool data_reaches_objective_ = false;  // some data input has a gradient of the objective
   bool random_ops_ = false;         // the graph draws random numbers (dropout masks, random ops)
@@ -336,6 +338,7 @@ Status TargetSearch::setup() {
   begin_stage(1, 0);
   inputs_moved_at_ = 0;
   weights_searched_ = newton_ = weights_changed_ = objective_backward_ran_ = data_reaches_objective_ = false;
+  own_steps_after_crafting_ = false;
   crafted_steps_.clear();
   crafted_bytes_ = 0;
   training_start_weights_.clear();
@@ -561,22 +564,26 @@ bool TargetSearch::newton_step_weights() {
   return true;
 }
 
+// The inputs' clock: their share of the budget (of max_iterations when set, alone), no longer than
+// weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the iterations
+// (50 at least), or half the budget gone.
+bool TargetSearch::inputs_clock_over(int64_t it, double elapsed, double budget_s) const {
+  if (cfg_.max_iterations > 0)
+    return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+  if (elapsed >= 0.5 * budget_s) return true;
+  if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
+  return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
+}
+
 // The inputs have had their turn: the first backward showed that no data input reaches the objective (a divisor
-// made of weights only), or by the clock: their share of the budget (of max_iterations when set, alone), no
-// longer than weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the
-// iterations (50 at least), or half the budget gone. With SearchConfig::stall_rule: decided from the search.
+// made of weights only), or by their clock, or (craft_early) a stall hands over to crafting sooner. With
+// SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs || stages_begun_) return false;
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
-    const bool clock_over = [&] {
-      if (by_iterations)
-        return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
-      if (elapsed >= 0.5 * budget_s) return true;
-      if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
-      return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
-    }();
+    const bool clock_over = inputs_clock_over(it, elapsed, budget_s);
     // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
     if (clock_over || !cfg_.craft_early || !can_craft_training()) return clock_over;
     // Handing over to crafting costs no class, so a short window: a few iterations without progress (a CNN's
@@ -603,10 +610,13 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   if (cfg_.max_iterations > 0)
     training_until_it_ =
         it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
-  if (cfg_.craft_early && !cfg_.stall_rule) {
-    // Crafting began before the inputs' clock ran out: it keeps the stage until the weights would have joined
-    // without it (the inputs' clock, then crafting's share of what was left), so that weights-perturbed
-    // findings come no sooner than they did.
+  // Where the inputs cannot reach the objective (a divisor of weights only: zoo 16c, 28a), crafting starts at
+  // once with or without craft_early, so its share is counted from here as it always was.
+  const bool cut_short = !beyond_inputs_ && data_reaches_objective_ && !inputs_clock_over(it, elapsed, budget_s);
+  if (cfg_.craft_early && !cfg_.stall_rule && cut_short) {
+    // Crafting began because the inputs stalled, before their clock ran out: it keeps the stage until the
+    // weights would have joined without it (the inputs' clock, then crafting's share of what was left), so that
+    // weights-perturbed findings come no sooner than they did.
     const double clock_s = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
     training_until_s_ = std::max(training_until_s_,
                                  clock_s + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s), cfg_.training_s));
@@ -926,6 +936,13 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   if (weights_changed_) {
     out.finding_class = FindingClass::WeightsPerturbed;
     out.weight_moves = weight_moves(iteration_, out.weights_from);
+  } else if (!crafted_steps_.empty() && own_steps_after_crafting_) {
+    // Crafted steps, then the program's own ones that the witness does not hold (the weights joined and had
+    // not moved yet): the witness holds the weights as they are, so the finding is reported as the weights'
+    // (an under-claim: training reached them) and still replays.
+    out.finding_class = FindingClass::WeightsPerturbed;
+    out.weight_moves = weight_moves(iteration_, out.weights_from);
+    crafted_steps_.clear();
   } else if (!crafted_steps_.empty()) {
     // Replayed from where the crafted training began: the weights and optimizer state the program's own
     // training had reached, then every crafted step taken before this pass.
@@ -943,7 +960,7 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   }
   if (trained_steps() > 0)
     for (ValueId id : params_) out.witness.weights[g_.value(id).name] = ex_->value(id);
-  if (weights_changed_)
+  if (out.finding_class == FindingClass::WeightsPerturbed)
     for (ValueId id : stepped_weights_) out.witness.weights[g_.value(id).name] = ex_->value(id);
   for (ValueId id : variable_ids_) out.witness.weights[g_.value(id).name] = ex_->value(id);  // search.variables
   add_checkpoint_weights(out.witness);
@@ -1213,8 +1230,10 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       if (!stepped_weights_.empty()) {
         enter_weights_phase(it, elapsed, budget_s, out);
       } else {
-        phase_ = Phase::Inputs;  // nothing further to try: the inputs and the program's own training go on
-        search_ids_ = data_ids_;
+        // Nothing further to try: the inputs and the program's own training go on, from the weights that
+        // training had reached before crafting (a witness replays crafted steps, never the program's own after
+        // them, so findings from here on are input-reached, and say so truthfully).
+        undo_crafting(it, elapsed, out);
       }
     }
     if (phase_ == Phase::Weights) coordinate_weight_steps(it, elapsed, out);
@@ -1282,6 +1301,8 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
           crafted_steps_.push_back(std::move(step));
         }
       } else {
+        // The program's own step after crafted ones, before any weight step: a witness could not replay it.
+        if (!crafted_steps_.empty() && !weights_changed_) own_steps_after_crafting_ = true;
         if (m_.train.on_fresh_batch) GRIST_TRY(next_fresh_batch());
         const Batch& fed = m_.train.on_fresh_batch ? fresh_ : m_.train.on_updated_batch ? batch_ : monitored_;
         if (phases_.empty()) {

@@ -118,7 +118,7 @@ TEST(FindingClass, CraftedBatchesKeepingTheDatasLabelsNeverReachTheLabelToy) {
   Loaded l = load("label_craft_toy");
   HazardOutcome o = hunt_first(l.graph, label_toy_manifest(l, false));
   EXPECT_FALSE(o.triggered) << o.event.describe();
-  EXPECT_EQ(o.training_from, 1);  // crafting ran, and could not get there
+  EXPECT_EQ(o.crafting_attempts, 1);  // crafting ran from iteration 1, could not get there, and was undone
   EXPECT_EQ(o.iterations, 200);
 }
 
@@ -266,3 +266,50 @@ TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
   EXPECT_GE(o.training_from, 60);     // the second attempt's
 }
 
+
+// Where no data input reaches the hazard (Div(x, w): its divisor is the weight alone, as in zoo 16c and 28a),
+// crafted training starts at once with or without craft_early, and so the weights join at the same iteration
+// (2 + half of the 198 left = 101): craft_early's later clock is for crafting that began because the inputs
+// stalled, and counting it here made 16c and 28a wait (47 s and 31 s against 13 s and 6 s, session 15).
+TEST(FindingClass, CraftEarlyLeavesTheClockOfAWeightOnlyDivisorAlone) {
+  Loaded l = load("crafted_training_toy");
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4, 1})
+                .input("y", DType::Float32, {4, 1})
+                .constant("w", Tensor::from<float>({1}, {1.0f}))
+                .node("Mul", {"x", "w"}, {"p"})
+                .node("Sub", {"p", "y"}, {"d"})
+                .node("Mul", {"d", "d"}, {"sq"})
+                .node("ReduceMean", {"sq"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+                .node("Div", {"x", "w"}, {"ratio"})
+                .output("loss")
+                .output("ratio")
+                .build();
+  Manifest m = toy_manifest(l, true);
+  m.target.clear();
+  m.search.weight_change = 0.01;
+  for (bool craft_early : {false, true}) {
+    m.search.craft_early = craft_early;
+    HazardOutcome o = hunt_first(g, m);
+    EXPECT_EQ(o.site.op_type, "Div") << craft_early;
+    EXPECT_EQ(o.weights_from, 101) << craft_early;
+    if (!craft_early) {
+      EXPECT_EQ(o.training_from, 2);  // craft_early's is its last attempt's
+    }
+  }
+}
+
+// Crafted training that ends with no weight search to follow (--reach training) is undone: the program's own
+// training goes on from the weights it had reached, since a witness replays crafted steps but not the program's
+// own steps after them, and a later finding would otherwise be called training-reached without replaying.
+TEST(FindingClass, CraftingThatEndsWithNothingToFollowIsUndone) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.train.optimizer.lr = 1e-9;  // crafting cannot move the weight
+  HazardOutcome o = hunt_first(l.graph, m);
+  EXPECT_FALSE(o.triggered);
+  EXPECT_EQ(o.iterations, 200);
+  EXPECT_EQ(o.crafting_attempts, 1);
+  EXPECT_EQ(o.training_from, 0);  // undone at iteration 125
+  EXPECT_EQ(o.strategy, "grist");
+}
