@@ -249,6 +249,14 @@ class TargetSearch {
   std::map<std::string, Tensor> training_start_weights_;
   std::optional<OptimizerState> training_start_state_;
   std::optional<GradScalerState> training_start_scaler_;
+  bool crafting_early_ = false;  // craft_early began crafting before the inputs' clock (enter_training_phase)
+  double clock_s_ = 0;           // that clock, where crafting_early_
+  int64_t clock_it_ = 0;         // (in iterations, when max_iterations bounds the search)
+  // Past it, attempts are no longer undone: the one under way, or one begun there, takes crafting's course
+  // as it would without craft_early (its weights go on to the weight search: zoo 16c needs them, session 16).
+  bool past_inputs_clock(int64_t it, double elapsed) const {
+    return cfg_.max_iterations > 0 ? it >= clock_it_ : elapsed >= clock_s_;
+  }
   bool crafting_handed_back_ = false;  // craft_early: crafting stalled or filled the witness and was undone (below)
   // craft_early's attempts: crafting that stalls is undone and tried again once the program's own training has
   // run as long as every attempt so far (so its drift gets half the time at least); each attempt is given twice
@@ -344,7 +352,7 @@ Status TargetSearch::setup() {
   training_start_weights_.clear();
   training_start_state_.reset();
   training_start_scaler_.reset();
-  crafting_handed_back_ = false;
+  crafting_handed_back_ = crafting_early_ = false;
   crafting_attempts_ = 0;
   crafting_spent_s_ = 0;
   crafting_spent_it_ = 0;
@@ -610,22 +618,23 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   if (cfg_.max_iterations > 0)
     training_until_it_ =
         it + static_cast<int64_t>(cfg_.training_share * static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - it)));
-  // Where the inputs cannot reach the objective (a divisor of weights only: zoo 16c, 28a), crafting starts at
-  // once with or without craft_early, so its share is counted from here as it always was.
-  const bool cut_short = !beyond_inputs_ && data_reaches_objective_ && !inputs_clock_over(it, elapsed, budget_s);
-  if (cfg_.craft_early && !cfg_.stall_rule && cut_short) {
+  // craft_early changes only crafting that began because the inputs stalled before their clock. Where the inputs
+  // cannot reach the objective (a divisor of weights only: zoo 28a) crafting starts at once with or without it,
+  // and is left as it always was: one attempt, its share counted from here.
+  crafting_early_ = cfg_.craft_early && !cfg_.stall_rule && !beyond_inputs_ && data_reaches_objective_ &&
+                    !inputs_clock_over(it, elapsed, budget_s);
+  if (crafting_early_) {
     // Crafting began because the inputs stalled, before their clock ran out: it keeps the stage until the
     // weights would have joined without it (the inputs' clock, then crafting's share of what was left), so that
     // weights-perturbed findings come no sooner than they did.
-    const double clock_s = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+    clock_s_ = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
     training_until_s_ = std::max(training_until_s_,
-                                 clock_s + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s), cfg_.training_s));
+                                 clock_s_ + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s_), cfg_.training_s));
     if (cfg_.max_iterations > 0) {
-      const auto clock_it =
-          static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
+      clock_it_ = static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
       training_until_it_ = std::max<int64_t>(
-          training_until_it_, clock_it + static_cast<int64_t>(cfg_.training_share *
-                                                              static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - clock_it))));
+          training_until_it_, clock_it_ + static_cast<int64_t>(cfg_.training_share *
+                                                               static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - clock_it_))));
     }
   }
   training_budget_s_ = training_until_s_ - elapsed;
@@ -658,13 +667,13 @@ bool TargetSearch::training_phase_over(int64_t it, double elapsed) const {
   return cfg_.stall_rule && stalled(it, elapsed, training_budget_s_, kStageWindow);
 }
 
-// craft_early: crafted batches that fill the witness's share before the weights' clock would let the weights
+// craft_early: crafted batches that fill the witness's share before the inputs' clock would let the weights
 // join early (a model of small iterations fills 128 MB in well under a second). Instead the crafted steps are
 // undone (the weights and optimizer state back to what the program's own training had reached) and the program's
 // own training goes on (crafting may be tried again, crafting_due_again): the hazard stays reachable by the inputs
 // and the program's own drift.
 bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome& out) {
-  if (!cfg_.craft_early || cfg_.stall_rule || crafted_bytes_ < kMaxCraftedBytes) return false;
+  if (!crafting_early_ || past_inputs_clock(it, elapsed) || crafted_bytes_ < kMaxCraftedBytes) return false;
   if (crafting_share_over(it, elapsed)) return false;
   undo_crafting(it, elapsed, out);
   return true;
@@ -673,9 +682,9 @@ bool TargetSearch::hand_back_crafting(int64_t it, double elapsed, HazardOutcome&
 // craft_early: an attempt whose objective has not improved over the last half of it (kStageWindow iterations at
 // least), after its least length: 1 s (kStageWindow iterations under max_iterations), doubled per attempt. Crafting
 // from weights the program has barely trained may not reach what it reaches from later ones (zoo 44): the attempt
-// is undone rather than left to fill crafting's share.
+// is undone rather than left to fill crafting's share. Only before the inputs' clock (past_inputs_clock).
 bool TargetSearch::crafting_attempt_stalled(int64_t it, double elapsed) const {
-  if (phase_ != Phase::Training || !cfg_.craft_early || cfg_.stall_rule) return false;
+  if (phase_ != Phase::Training || !crafting_early_ || past_inputs_clock(it, elapsed)) return false;
   if (crafting_share_over(it, elapsed)) return false;
   const int doubling = std::min(crafting_attempts_ - 1, 16);
   if (cfg_.max_iterations > 0) {
@@ -687,10 +696,11 @@ bool TargetSearch::crafting_attempt_stalled(int64_t it, double elapsed) const {
 }
 
 // After an undone attempt: crafting again once the program's own training has run, since, as long as all the
-// attempts together (and while the weights' clock has not come).
+// attempts together, or at the inputs' clock (where crafting would have begun without craft_early).
 bool TargetSearch::crafting_due_again(int64_t it, double elapsed) const {
-  if (!crafting_handed_back_ || phase_ != Phase::Inputs || !cfg_.craft_early || cfg_.stall_rule) return false;
+  if (!crafting_handed_back_ || phase_ != Phase::Inputs || !crafting_early_) return false;
   if (crafting_share_over(it, elapsed)) return false;
+  if (past_inputs_clock(it, elapsed)) return true;  // the last attempt, from where the inputs' clock would start it
   return cfg_.max_iterations > 0 ? it - handed_back_it_ >= crafting_spent_it_
                                  : elapsed - handed_back_s_ >= crafting_spent_s_;
 }
