@@ -594,11 +594,13 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
     const bool clock_over = inputs_clock_over(it, elapsed, budget_s);
     // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
     if (clock_over || !cfg_.craft_early || !can_craft_training()) return clock_over;
-    // Handing over to crafting costs no class, so a short window: a few iterations without progress (a CNN's
-    // iteration can take 0.3 s, and the stall rule's 20 would be most of the clock).
+    // No progress over the last half of the inputs' iterations (kFrozen at least: a CNN's iteration can take
+    // 0.3 s, and the stall rule's 20 would be most of the clock). Not a fixed few: where the program's own
+    // training still carries the objective down, however slowly, handing over would turn its input-reached
+    // finding into a training-reached one (zoo 1, 12, 14, 19, 40-42, 50 with 3 iterations, session 16).
     if (cfg_.max_iterations <= 0 && elapsed - stage_from_s_ < std::min(kStageFloorSeconds, 0.25 * budget_s))
       return false;
-    return it - stage_improved_at_ > kFrozen;
+    return it - stage_improved_at_ > std::max<int64_t>(kFrozen, (it - stage_from_) / 2);
   }
   if (by_iterations)
     return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
