@@ -338,11 +338,13 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "stalls instead of on its share of the budget: faster where the inputs cannot reach, but a toy whose "
                 "own training carries a flat objective to the failure may then be reached by training or weights");
   cmd->add_flag("--craft-early", f->craft_early,
-                "for a model that trains, crafted training batches join once the inputs' objective stalls (3 "
-                "iterations without progress, after 1 s at the least) instead of on the inputs' clock, while the "
-                "weights keep theirs (--weights-after still sets it): what crafting reaches is training-reached. "
-                "Opt-in: 2-7x faster on most zoo subjects that wait for the clock, but zoo 44 loses its class 2 "
-                "(docs/RESULTS.md, session 12)");
+                "for a model that trains, crafted training batches join once the inputs' objective stalls (no "
+                "progress over the last half of their iterations, after 1 s at the least) instead of on the "
+                "inputs' clock, while the weights keep theirs (--weights-after still sets it): what crafting "
+                "reaches is training-reached; an attempt that stalls before the clock is undone and tried again "
+                "later. Opt-in: 2-10x faster on most zoo subjects that wait for the clock, but a toy whose "
+                "objective is flat until its own training fails is then found by crafted training (class 2) "
+                "instead of by its own (class 1) (docs/RESULTS.md, session 16)");
   cmd->add_option("--reach", f->reach,
                   "how far the search goes beyond the inputs: inputs (the data alone, as GRIST), training (also "
                   "the model's own optimizer on crafted training batches: findings training can reach), or weights "

@@ -70,13 +70,16 @@ struct SearchConfig {
   // (docs/RESULTS.md, session 6).
   bool stall_rule = false;
   // With craft_early (hunt/bench --craft-early) the two clocks are decoupled: crafted training joins once the
-  // inputs' objective has not improved by 0.1 % over 3 iterations, judged after 1 s at the least (a quarter of the
-  // budget when less), or at the inputs' clock when that comes first; the weights keep the clock: crafted training
-  // then runs at least until the weights would have joined without it (the inputs' clock, then crafting's share).
-  // Crafted training is a program run (training-reached), so a toy whose own training drifts to the failure
-  // stays class 1 or 2 unless crafting misses it, or fills the witness's 128 MB of crafted batches first (then
-  // the weights join early). Opt-in: on the zoo it is 2-10x faster on most clock-waiters, but 40 lost its class
-  // in one run of two (docs/RESULTS.md, session 12). Models that do not train keep the clock. Off with --faithful.
+  // inputs' objective has not improved by 0.1 % over the last half of their iterations (3 at least), judged after
+  // 1 s at the least (a quarter of the budget when less), or at the inputs' clock when that comes first; the
+  // weights keep the clock: crafted training then runs at least until the weights would have joined without it
+  // (the inputs' clock, then crafting's share). Before the inputs' clock an attempt that stalls, or fills the
+  // witness's 128 MB of crafted batches, is undone (weights and optimizer state back to the program's own) and
+  // tried again after as long of the program's own training; at the clock the last attempt begins and takes
+  // crafting's course as without craft_early. Where no data input reaches the objective nothing changes.
+  // Opt-in: on the zoo it is 2-10x faster on most clock-waiters, but a toy whose objective stays flat until its
+  // own training fails is then reached by crafted training (class 2) instead of by its own (class 1): zoo 12, 14,
+  // 19, 40-42 and 50 (docs/RESULTS.md, session 16). Models that do not train keep the clock. Off with --faithful.
   bool craft_early = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
