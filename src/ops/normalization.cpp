@@ -272,6 +272,16 @@ Status grouped_layout(const Node& node, std::span<const Tensor* const> in, int64
   return Status::ok();
 }
 
+// stash_type (LayerNormalization, GroupNormalization-21): the type the statistics are computed in. grist computes
+// them in the input's type widened to float32 at least, which is ONNX's default (1, FLOAT) for float32 and 16-bit
+// inputs; statistics kept in another type would round, and overflow, differently, so it is refused by name.
+Status require_float32_stash(const Node& node) {
+  const int64_t stash = node.attr_int("stash_type", 1);
+  if (stash == 1) return Status::ok();
+  return node_error(node, fmt::format("stash_type {} is not supported: grist computes the mean and variance in "
+                                      "float32 (stash_type 1)", stash));
+}
+
 Status instance_norm_layout(const Node& node, std::span<const Tensor* const> in, GroupNormLayout& l) {
   return grouped_layout(node, in, 0, true, "one per channel", l);
 }
@@ -280,6 +290,7 @@ Status group_norm_layout(const Node& node, std::span<const Tensor* const> in, Gr
   const bool per_channel = node.opset >= 21;
   const int64_t groups = node.attr_int("num_groups", 0);
   if (groups <= 0) return node_error(node, fmt::format("num_groups must be positive, not {}", groups));
+  GRIST_TRY(require_float32_stash(node));
   return grouped_layout(node, in, groups, per_channel,
                         per_channel ? "one per channel at opset 21" : "one per group at opset 18", l);
 }
@@ -385,6 +396,7 @@ Status layer_norm_layout(const Node& node, std::span<const Tensor* const> in, La
     if (i >= in.size() || !in[i]) return node_error(node, fmt::format("required input {} is missing", i));
   const Tensor& x = *in[0];
   GRIST_TRY(require_float(node, x, "X"));
+  GRIST_TRY(require_float32_stash(node));
   l.axis = normalize_axis(node.attr_int("axis", -1), x.rank());
   if (l.axis < 0) return node_error(node, fmt::format("axis is out of range for X {}", x.shape().str()));
   l.rows = x.shape().numel(0, l.axis);

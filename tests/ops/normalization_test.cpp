@@ -261,6 +261,17 @@ TEST(GroupNormalization, RefusesGroupsThatDoNotDivideAndParametersOfTheOtherOpse
   EXPECT_FALSE(try_run_node(group_norm(0, 21), group_norm_inputs(72, {1, 4, 2}, 4)).is_ok());
 }
 
+// stash_type 1 (float32 statistics, ONNX's default) is what the kernel computes; another type is refused by name.
+TEST(GroupNormalization, ReadsStashTypeAndRefusesStatisticsInAnotherType) {
+  NodeSpec spec = group_norm(2, 21);
+  spec.attributes.emplace_back("stash_type", attr_int(1));
+  EXPECT_TRUE(try_run_node(spec, group_norm_inputs(78, {1, 4, 2}, 4)).is_ok());
+  spec.attributes.back().second = attr_int(10);
+  auto r = try_run_node(spec, group_norm_inputs(78, {1, 4, 2}, 4));
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("stash_type 10 is not supported"), std::string::npos) << r.message();
+}
+
 TEST(GroupNormalizationGradient, InputScaleAndBias) {
   expect_gradient_matches(group_norm(2, 21), group_norm_inputs(73, {2, 4, 3}, 4), {.wrt = {0, 1, 2}});
   expect_gradient_matches(group_norm(2, 18, 0.1), group_norm_inputs(74, {3, 4, 2, 2}, 2), {.wrt = {0, 1, 2}});
@@ -303,6 +314,10 @@ TEST(LayerNormalization, RejectsBadAxisAndScale) {
   Tensor x = random_tensor(rng, {2, 3});
   EXPECT_FALSE(try_run_node(node_spec("LayerNormalization", {{"axis", attr_int(2)}}), {x, constant({3}, 1)}).is_ok());
   EXPECT_FALSE(try_run_node(node_spec("LayerNormalization"), {x, constant({2}, 1)}).is_ok());
+  EXPECT_TRUE(try_run_node(node_spec("LayerNormalization", {{"stash_type", attr_int(1)}}), {x, constant({3}, 1)}).is_ok());
+  auto r = try_run_node(node_spec("LayerNormalization", {{"stash_type", attr_int(11)}}), {x, constant({3}, 1)});
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.message().find("stash_type 11 is not supported"), std::string::npos) << r.message();
 }
 
 TEST(LayerNormalizationGradient, LastAxisWithAllOutputs) {
