@@ -96,6 +96,14 @@ class TargetSearch {
   Status input_step(int64_t it);
   void step_weights();
   bool newton_step_weights();  // false: no weight has a gradient of the objective
+  // The inputs' share: of the budget, at most weights_after_s; or the first iteration past their share of
+  // max_iterations.
+  double inputs_clock_seconds(double budget_s) const {
+    return std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+  }
+  int64_t inputs_clock_iteration() const {
+    return static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
+  }
   bool inputs_clock_over(int64_t it, double elapsed, double budget_s) const;
   bool inputs_phase_over(int64_t it, double elapsed, double budget_s) const;
   bool can_craft_training() const;
@@ -576,10 +584,9 @@ bool TargetSearch::newton_step_weights() {
 // weights_after_s, and then once their objective has not improved by 0.1 % over the last 10 % of the iterations
 // (50 at least), or half the budget gone.
 bool TargetSearch::inputs_clock_over(int64_t it, double elapsed, double budget_s) const {
-  if (cfg_.max_iterations > 0)
-    return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+  if (cfg_.max_iterations > 0) return it >= inputs_clock_iteration();
   if (elapsed >= 0.5 * budget_s) return true;
-  if (elapsed < std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s)) return false;
+  if (elapsed < inputs_clock_seconds(budget_s)) return false;
   return it - stage_improved_at_ >= std::max<int64_t>(50, it / 10);
 }
 
@@ -589,7 +596,6 @@ bool TargetSearch::inputs_clock_over(int64_t it, double elapsed, double budget_s
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs || stages_begun_) return false;
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
-  const bool by_iterations = cfg_.max_iterations > 0;
   if (!cfg_.stall_rule) {
     const bool clock_over = inputs_clock_over(it, elapsed, budget_s);
     // craft_early: crafted training (not the weights, whose clock enter_training_phase keeps) may come sooner.
@@ -602,8 +608,7 @@ bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s
       return false;
     return it - stage_improved_at_ > std::max<int64_t>(kFrozen, (it - stage_from_) / 2);
   }
-  if (by_iterations)
-    return static_cast<double>(it - 1) >= cfg_.weights_after * static_cast<double>(cfg_.max_iterations);
+  if (cfg_.max_iterations > 0) return it >= inputs_clock_iteration();
   if (elapsed >= 0.5 * budget_s) return true;
   return stalled(it, elapsed, budget_s, it - inputs_moved_at_ > kFrozen ? kFrozen : kInputsWindow);
 }
@@ -629,11 +634,11 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
     // Crafting began because the inputs stalled, before their clock ran out: it keeps the stage until the
     // weights would have joined without it (the inputs' clock, then crafting's share of what was left), so that
     // weights-perturbed findings come no sooner than they did.
-    clock_s_ = std::min(cfg_.weights_after * budget_s, cfg_.weights_after_s);
+    clock_s_ = inputs_clock_seconds(budget_s);
     training_until_s_ = std::max(training_until_s_,
                                  clock_s_ + std::min(cfg_.training_share * std::max(0.0, budget_s - clock_s_), cfg_.training_s));
     if (cfg_.max_iterations > 0) {
-      clock_it_ = static_cast<int64_t>(std::ceil(cfg_.weights_after * static_cast<double>(cfg_.max_iterations))) + 1;
+      clock_it_ = inputs_clock_iteration();
       training_until_it_ = std::max<int64_t>(
           training_until_it_, clock_it_ + static_cast<int64_t>(cfg_.training_share *
                                                                static_cast<double>(std::max<int64_t>(0, cfg_.max_iterations - clock_it_))));
@@ -945,16 +950,12 @@ void TargetSearch::record_trigger(HazardOutcome& out, TriggerPass pass, const No
   if (scaler_) out.witness.scaler = scaler_->state();
   if (opt_)
     for (ValueId id : params_) out.witness.trained.push_back(g_.value(id).name);
-  if (weights_changed_) {
+  // Weights the search moved; or crafted steps, then the program's own ones that a witness does not hold (the
+  // weights joined and had not moved yet): the witness holds the weights as they are, so the finding is reported
+  // as the weights' (there an under-claim: training reached them) and still replays.
+  if (weights_changed_ || (!crafted_steps_.empty() && own_steps_after_crafting_)) {
     out.finding_class = FindingClass::WeightsPerturbed;
     out.weight_moves = weight_moves(iteration_, out.weights_from);
-  } else if (!crafted_steps_.empty() && own_steps_after_crafting_) {
-    // Crafted steps, then the program's own ones that the witness does not hold (the weights joined and had
-    // not moved yet): the witness holds the weights as they are, so the finding is reported as the weights'
-    // (an under-claim: training reached them) and still replays.
-    out.finding_class = FindingClass::WeightsPerturbed;
-    out.weight_moves = weight_moves(iteration_, out.weights_from);
-    crafted_steps_.clear();
   } else if (!crafted_steps_.empty()) {
     // Replayed from where the crafted training began: the weights and optimizer state the program's own
     // training had reached, then every crafted step taken before this pass.

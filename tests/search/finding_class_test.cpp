@@ -267,12 +267,11 @@ TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
   EXPECT_EQ(o.training_from, 51);     // the second begins at the clock, not after 30 more of its own
 }
 
-
-// Where no data input reaches the hazard (Div(x, w): its divisor is the weight alone, as in zoo 16c and 28a),
-// crafted training starts at once with or without craft_early, and takes its course as without it: one attempt,
-// and the weights join at the same iteration (2 + half of the 198 left = 101). craft_early's later clock and its
-// undone attempts are for crafting that began because the inputs stalled; here they made 16c and 28a wait (47 s
-// and 31 s against 13 s and 6 s, session 15).
+// Where no data input reaches the hazard (Div(x, w): its divisor is the weight alone, as in zoo 28a), crafted
+// training starts at once with or without craft_early, and takes its course as without it: one attempt, and the
+// weights join at the same iteration (2 + half of the 198 left = 101). craft_early's later clock and its undone
+// attempts are for crafting that began because the inputs stalled; here the later clock made 28a wait (31 s
+// against 6 s, session 15).
 TEST(FindingClass, CraftEarlyLeavesTheClockOfAWeightOnlyDivisorAlone) {
   Loaded l = load("crafted_training_toy");
   Graph g = GraphBuilder()
