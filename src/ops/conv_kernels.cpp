@@ -120,9 +120,17 @@ void wide_row_block(const T* w, const T* t, int64_t k, int64_t p, const T* start
   }
 }
 
-// Tiles of tile_product: kTileRows weight rows × kTilePackets packets of columns, 16 (or 8) accumulators.
-constexpr int kTileRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 8 : 4;
+// Tiles of tile_product: kTileRows weight rows × kTilePackets packets of columns. With 32 vector registers 8 × 2
+// = 16 accumulators; with 16 (AVX2), 6 × 2 = 12, plus two packets of b and a broadcast weight: 15 registers. A
+// multiply-add's latency (4-5 cycles at two a cycle) needs 8 to 10 independent accumulators to keep both units
+// busy, and each step's 2 + R loads serve 2·R multiply-adds. 4 × 2 on AVX2 left the units idle: squeezenet1_1's
+// 3×3 expand convs ran at 25 GFLOP/s, a third of the core's peak (docs/PERFORMANCE.md, session 17).
+constexpr int kTileRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 8 : 6;
 constexpr int kTilePackets = 2;
+// The most packets of columns a row block's last tile takes at once: 3 while R × 3 accumulators, two packets of b
+// and the broadcast still fit the registers (8 × 3 + 3 of 32; 4 × 3 + 3 of 16), else 2 (6 × 3 would spill on AVX2).
+template <int R>
+constexpr int64_t kMaxTailPackets = R * 3 + 3 <= EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS ? 3 : 2;
 
 // Each tile walks b down its columns, one row of 1-3 packets per step, `ldb` apart, and its R weight rows one value
 // per step. Two software prefetches per step:
@@ -210,32 +218,36 @@ void masked_tail(const float* w, const float* b, int64_t ldb, int64_t k, int64_t
     switch (packets) {
       case 1: return tile<float, R, 1, NextRows>(w, b, ldb, k, start, y, ldy);
       case 2: return tile<float, R, 2, NextRows>(w, b, ldb, k, start, y, ldy);
-      case 3: return tile<float, R, 3, NextRows>(w, b, ldb, k, start, y, ldy);
+      case 3:
+        if constexpr (kMaxTailPackets<R> >= 3) return tile<float, R, 3, NextRows>(w, b, ldb, k, start, y, ldy);
+        return;
       default: return;
     }
   }
   switch (packets) {
     case 1: return masked_tile<R, 1, NextRows>(w, b, ldb, k, last, start, y, ldy);
     case 2: return masked_tile<R, 2, NextRows>(w, b, ldb, k, last, start, y, ldy);
-    case 3: return masked_tile<R, 3, NextRows>(w, b, ldb, k, last, start, y, ldy);
+    case 3:
+      if constexpr (kMaxTailPackets<R> >= 3) return masked_tile<R, 3, NextRows>(w, b, ldb, k, last, start, y, ldy);
+      return;
     default: return;
   }
 }
 
-// Float rows: 2-packet tiles (the first one prefetching the next rows' weights), then the last 1 to 3 packets as one
-// tile, its last packet masked if partial. A one-packet tile, or a masked tile of a few columns, after the 2-packet
+// Float rows: 2-packet tiles (the first one prefetching the next rows' weights), then the last 1 to 3 packets (1 or
+// 2 where 3 would spill: kMaxTailPackets) as one tile, its last packet masked if partial. A one-packet tile, or a masked tile of a few columns, after the 2-packet
 // ones cost almost as much as another 2-packet tile each (m 128, k 288, warm: n = 49 took 30 µs as 32 + 16 + 1
 // columns, n = 64 25 µs; now 25 µs).
 template <int R, bool NextRows = false>
 void masked_row_block(const float* w, const float* b, int64_t ldb, int64_t k, int64_t n, const float* start,
                       float* y, int64_t ldy) {
-  constexpr int64_t lanes = ei::packet_traits<float>::size;
+  constexpr int64_t lanes = ei::packet_traits<float>::size, max_tail = kMaxTailPackets<R>;
   int64_t q = 0, packets = (n + lanes - 1) / lanes;
-  if (packets > 3) {
+  if (packets > max_tail) {
     tile<float, R, 2, NextRows>(w, b, ldb, k, start, y, ldy);
     packets -= 2, q += 2 * lanes;
   }
-  for (; packets > 3; packets -= 2, q += 2 * lanes) tile<float, R, 2>(w, b + q, ldb, k, start, y + q, ldy);
+  for (; packets > max_tail; packets -= 2, q += 2 * lanes) tile<float, R, 2>(w, b + q, ldb, k, start, y + q, ldy);
   const int64_t last = n - q - (packets - 1) * lanes;
   static_assert(kTilePackets == 2, "the loops above take 2 packets at a time");
   if (q > 0) return masked_tail<R, false>(w, b + q, ldb, k, packets, last, start, y + q, ldy);
@@ -278,6 +290,11 @@ void tile_product(const T* w, const T* b, int64_t ldb, int64_t m, int64_t k, int
   int64_t i = 0;
   for (; i + kTileRows <= m; i += kTileRows)
     tile_row_block<T, kTileRows, true>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
+  // The rows left over (64 = 10 × 6 + 4 on AVX2) in blocks of 4 and 2 before single rows: a one-row tile loads
+  // two packets of b for every two multiply-adds.
+  if constexpr (kTileRows > 4)
+    for (; i + 4 <= m; i += 4) tile_row_block<T, 4>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
+  for (; i + 2 <= m; i += 2) tile_row_block<T, 2>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
   for (; i < m; ++i) tile_row_block<T, 1>(w + i * k, b, ldb, k, n, rows_from(start, i), y + i * ldy, ldy);
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ops/conv_kernels.h"
+#include "util/eigen.h"
 #include "support/op_test_util.h"
 
 namespace grist::testing {
@@ -110,11 +111,11 @@ TEST(ConvKernel, DotProductRowsPropagatesNaNAndInfinities) {
       }
 }
 
-// Tiles of 8 (or 4) rows × 2 packets (32 floats or 16 doubles with AVX-512), then single packets, then single
-// columns: n around each boundary.
+// Tiles of 8 (or, with 16 vector registers, 6) rows × 2 packets (32 floats or 16 doubles with AVX-512), the rows
+// left over in blocks of 4, 2 and 1, then single packets, then single columns: m and n around each boundary.
 TEST(ConvKernel, TileProductMatchesNaiveSums) {
   Rng rng(13);
-  for (int64_t m : {1, 3, 4, 7, 8, 9, 17})
+  for (int64_t m : {1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 17})
     for (int64_t k : {1, 2, 9, 31})
       for (int64_t p : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 65}) {
         check_kernel<float>(Kernel::TileProduct, m, k, p, rng, false);
@@ -129,6 +130,37 @@ TEST(ConvKernel, TileProductPropagatesNaNAndInfinities) {
       for (int64_t p : {1, 7, 16, 33, 50}) {
         check_kernel<float>(Kernel::TileProduct, m, k, p, rng, true);
         check_kernel<double>(Kernel::TileProduct, m, k, p, rng, true);
+      }
+}
+
+// Whatever tile an output falls in (8, 6, 4, 2 or 1 rows; 1 to 3 packets, masked or not), its sum is the same
+// one, bit for bit: the start value, then each term added in k's order with one multiply-add (a multiply then an
+// add where the target has no FMA). The in-place and fused passes, and the first-producer reports, rely on that.
+TEST(ConvKernel, TileProductSumsEveryOutputInTheSameOrder) {
+  Rng rng(19);
+  auto uniform = [&] { return static_cast<float>(static_cast<double>(rng.next() % 20001) / 7919.0 - 1.3); };
+  for (int64_t m : {1, 2, 4, 5, 6, 7, 10, 12, 15, 16, 23})
+    for (int64_t k : {1, 5, 19})
+      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 25, 33, 40, 41, 57}) {
+        std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), start(static_cast<size_t>(m));
+        for (float& v : w) v = uniform();
+        for (float& v : b) v = uniform();
+        for (float& v : start) v = uniform();
+        std::vector<float> y(static_cast<size_t>(m * n));
+        tile_product(w.data(), b.data(), n, m, k, n, start.data(), y.data(), n);
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t q = 0; q < n; ++q) {
+            float sum = start[static_cast<size_t>(r)];
+            for (int64_t c = 0; c < k; ++c) {
+              const float a = w[static_cast<size_t>(r * k + c)], x = b[static_cast<size_t>(c * n + q)];
+#ifdef EIGEN_VECTORIZE_FMA
+              sum = std::fma(a, x, sum);
+#else
+              sum = sum + a * x;
+#endif
+            }
+            ASSERT_EQ(y[static_cast<size_t>(r * n + q)], sum) << fmt::format("m={} k={} n={} y[{}, {}]", m, k, n, r, q);
+          }
       }
 }
 
