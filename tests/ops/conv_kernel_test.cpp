@@ -318,6 +318,8 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
       // Stride 2 on phase planes of 35 and 36 columns (split_into_phases's 16-wide gathers and masked ends).
       {"depthwise_phase_planes_stride2", {1, 3, 20, 71}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
+      // Rows of 32 (mobilenet_v2's 32×32 layer): each phase takes 16 columns, the last 8 through AVX2's masked load.
+      {"depthwise_phase_planes_stride2_32", {1, 3, 40, 32}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
   };
 }
 
