@@ -8,11 +8,10 @@ build/e2e-models) and ONNX Runtime in tests/oracle/node_modules. Every round run
 (build/bench/model_bench), ONNX Runtime (bench/ort_time.js, graph optimisations on: its fusions are part of its
 speed) and PyTorch (rebuilt in this process from the export script's seeds, so the same weights), each on the
 model's recorded input with THREADS intra-op threads, so that load from other work on the machine falls on all
-three alike. The table gives the medians over all rounds' warm samples, of CPU time with one thread (the time
-other work held the core is left out; wall-clock beside it), of wall-clock with more. ONNX Runtime's Node
-binding costs a fixed amount per call, measured on a one-Identity model with the same input: "ORT − id"
-subtracts it, and the ratio
-uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
+three alike. The table gives the medians (--statistic min: the minima) over all rounds' warm samples, of CPU time
+with one thread (the time other work held the core is left out; wall-clock beside it), of wall-clock with more.
+ONNX Runtime's Node binding costs a fixed amount per call, measured on a one-Identity model with the same input:
+"ORT − id" subtracts it, and the ratio uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
 figure, below what the subtraction can resolve), the raw one for the CNNs. --baseline times a second grist build
 (main's, say) in the same rounds, for before/after figures under the same load. --forward-only times grist's
 forward as `grist run` makes it (model_bench --forward-only: dead values freed, elementwise tails in place and
@@ -94,6 +93,9 @@ def main():
     parser.add_argument("--baseline", help="another build's model_bench (say, main's), timed in the same rounds")
     parser.add_argument("--forward-only", action="store_true", help="grist's forward as `grist run` makes it")
     parser.add_argument("--baseline-forward-only", action="store_true", help="the same for the baseline")
+    parser.add_argument("--statistic", default="median", choices=["median", "min"],
+                        help="min: each tool's fastest warm sample, which other tenants of a shared machine can only "
+                             "lengthen (where they make the medians swing)")
     args = parser.parse_args()
     models_dir = os.path.join(args.build, "e2e-models")
     grist = os.path.join(args.build, "bench", "model_bench")
@@ -135,14 +137,15 @@ def main():
     clock = "cpu" if args.threads == 1 else "wall"
     other = "wall" if clock == "cpu" else "cpu"
     print(f"threads {args.threads}, opset {args.opset}, ORT graph optimisation '{args.ort_opt}', "
-          f"{args.rounds} rounds x {args.iters} warm forwards; medians in ms of {clock} time "
+          f"{args.rounds} rounds x {args.iters} warm forwards; {args.statistic}s in ms of {clock} time "
           f"({other} time in brackets)")
     head = "| model | grist | ORT | ORT − id | PyTorch | grist / ORT | grist / PyTorch |"
     print(head + (" baseline | baseline / ORT |" if args.baseline else ""))
     print("|---" * (7 + 2 * bool(args.baseline)) + "|")
     for n in names:
-        s = {k: statistics.median(v) for k, v in samples[n][clock].items()}
-        w = {k: statistics.median(v) for k, v in samples[n][other].items()}
+        stat = min if args.statistic == "min" else statistics.median
+        s = {k: stat(v) for k, v in samples[n][clock].items()}
+        w = {k: stat(v) for k, v in samples[n][other].items()}
         ort_net = s["ort"] - s["identity"]
         ort_ref = s["ort"] if n in CNNS else ort_net
 
