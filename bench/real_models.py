@@ -11,11 +11,12 @@ model's recorded input with THREADS intra-op threads, so that load from other wo
 three alike. The table gives the medians (--statistic min: the minima) over all rounds' warm samples, of CPU time
 with one thread (the time other work held the core is left out; wall-clock beside it), of wall-clock with more.
 ONNX Runtime's Node binding costs a fixed amount per call, measured on a one-Identity model with the same input:
-"ORT − id" subtracts it, and the ratio uses that figure for the small graphs (the Transformer and the RNNs; "—" where it is under a tenth of ORT's
-figure, below what the subtraction can resolve), the raw one for the CNNs. --baseline times a second grist build
-(main's, say) in the same rounds, for before/after figures under the same load. --forward-only times grist's
-forward as `grist run` makes it (model_bench --forward-only: dead values freed, elementwise tails in place and
-fused); --baseline-forward-only asks the same of the baseline (a build whose model_bench has the flag).
+"ORT − id" subtracts it, and the ratio uses that figure for the small graphs (the Transformer and the RNNs; "—"
+where it is under a tenth of ORT's figure, below what the subtraction can resolve), the raw one for the CNNs.
+--baseline times a second grist build (main's, say) in the same rounds, for before/after figures under the same
+load. --forward-only times grist's forward as `grist run` makes it (model_bench --forward-only: dead values freed,
+elementwise tails in place and fused); --baseline-forward-only asks the same of the baseline (a build whose
+model_bench has the flag).
 """
 import argparse
 import json

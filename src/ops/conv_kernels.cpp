@@ -235,9 +235,9 @@ void masked_tail(const float* w, const float* b, int64_t ldb, int64_t k, int64_t
 }
 
 // Float rows: 2-packet tiles (the first one prefetching the next rows' weights), then the last 1 to 3 packets (1 or
-// 2 where 3 would spill: kMaxTailPackets) as one tile, its last packet masked if partial. A one-packet tile, or a masked tile of a few columns, after the 2-packet
-// ones cost almost as much as another 2-packet tile each (m 128, k 288, warm: n = 49 took 30 µs as 32 + 16 + 1
-// columns, n = 64 25 µs; now 25 µs).
+// 2 where 3 would spill: kMaxTailPackets) as one tile, its last packet masked if partial. A one-packet tile, or a
+// masked tile of a few columns, after the 2-packet ones cost almost as much as another 2-packet tile each (m 128,
+// k 288, warm: n = 49 took 30 µs as 32 + 16 + 1 columns, n = 64 25 µs; now 25 µs).
 template <int R, bool NextRows = false>
 void masked_row_block(const float* w, const float* b, int64_t ldb, int64_t k, int64_t n, const float* start,
                       float* y, int64_t ldy) {

@@ -393,8 +393,8 @@ void copy_stride2(const T* src, int64_t n, T* dst) {
   }
 #elif defined(__AVX2__)
   // With AVX2, 8 outputs from two loads, a shuffle of the even lanes within each 128-bit half (a0 a2 b0 b2 | a4 a6
-  // b4 b6) and a permute of the 64-bit pairs into order; the second load masked so that nothing past
-  // src[2(n − 1)] is read. mobilenet_v2's 32×32 stride-2 depthwise layer spent 60 % of its time here, scalar.
+  // b4 b6) and a permute of the 64-bit pairs into order; nothing past src[2(n − 1)] is read. mobilenet_v2's 32×32
+  // stride-2 depthwise layer spent 60 % of its time here, scalar.
   if constexpr (std::is_same_v<T, float>) {
     const auto evens = [](__m256 a, __m256 b) {
       const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
@@ -402,7 +402,8 @@ void copy_stride2(const T* src, int64_t n, T* dst) {
     };
     // While 8 more outputs follow, src[2q + 15] lies before src[2(n − 1)]: plain loads (a masked one costs
     // several times a load on AMD's cores).
-    for (; q + 8 < n; q += 8) _mm256_storeu_ps(dst + q, evens(_mm256_loadu_ps(src + 2 * q), _mm256_loadu_ps(src + 2 * q + 8)));
+    for (; q + 8 < n; q += 8)
+      _mm256_storeu_ps(dst + q, evens(_mm256_loadu_ps(src + 2 * q), _mm256_loadu_ps(src + 2 * q + 8)));
     if (q + 8 == n) {  // the last 8 outputs: src[2q + 15] is past the last one read
       const __m256i seven = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0);
       _mm256_storeu_ps(dst + q, evens(_mm256_loadu_ps(src + 2 * q), _mm256_maskload_ps(src + 2 * q + 8, seven)));
@@ -1173,11 +1174,11 @@ void depthwise_rows(const ConvShape& cs, const float* x, const float* w, const f
 // Kernels of up to this many offsets (a 7×7 window) take sum_taps_in_registers.
 constexpr int64_t kMaxRegisterTaps = 49;
 
-// sums[i] = Σ_tap w[tap] · phases[start[tap] + i] over the run's whole blocks of 4 packets, each block's
-// sums kept in registers across every kernel offset: the run in memory took a load and a store of the sums per
-// offset besides the input's load (mobilenet_v2's stride-1 depthwise layers on AVX2: 6 GFLOP/s). The same terms in
-// the same order as the loop over the run that finishes the rest: from 0, each w · x a multiply, then an add.
-// Returns how many values it summed (a multiple of the block).
+// sums[i] = Σ_tap w[tap] · phases[start[tap] + i] over the run's whole blocks of 4 packets, each block's sums kept
+// in registers across every kernel offset: the run in memory took a load and a store of the sums per offset besides
+// the input's load (mobilenet_v2's stride-1 depthwise layers on AVX2: 6 GFLOP/s). The same terms in the same order
+// as the loop over the run that finishes the rest: from 0, each w · x a multiply, then an add. Returns how many
+// values it summed (a multiple of the block).
 template <class T>
 int64_t sum_taps_in_registers(const T* phases, const int64_t* start, const T* w, int64_t taps, int64_t run, T* sums) {
   namespace ei = Eigen::internal;
@@ -1240,7 +1241,8 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
       const int64_t n = plane / cs.groups, group = plane % cs.groups;
       for (int64_t m = group * cs.grid_channels; m < (group + 1) * cs.grid_channels; ++m) {
         int64_t done = 0;
-        if (taps <= kMaxRegisterTaps) done = sum_taps_in_registers(phases, tap_start.data(), w + m * taps, taps, l.run(), sums);
+        if (taps <= kMaxRegisterTaps)
+          done = sum_taps_in_registers(phases, tap_start.data(), w + m * taps, taps, l.run(), sums);
         Eigen::Map<Run> acc(sums + done, l.run() - done);
         acc.setZero();
         for (int64_t kh = 0; kh < g.kernel[0]; ++kh)

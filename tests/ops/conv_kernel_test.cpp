@@ -142,7 +142,8 @@ TEST(ConvKernel, TileProductSumsEveryOutputInTheSameOrder) {
   for (int64_t m : {1, 2, 4, 5, 6, 7, 10, 12, 15, 16, 23})
     for (int64_t k : {1, 5, 19})
       for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 25, 33, 40, 41, 57}) {
-        std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), start(static_cast<size_t>(m));
+        std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+        std::vector<float> start(static_cast<size_t>(m));
         for (float& v : w) v = uniform();
         for (float& v : b) v = uniform();
         for (float& v : start) v = uniform();
@@ -159,7 +160,8 @@ TEST(ConvKernel, TileProductSumsEveryOutputInTheSameOrder) {
               sum = sum + a * x;
 #endif
             }
-            ASSERT_EQ(y[static_cast<size_t>(r * n + q)], sum) << fmt::format("m={} k={} n={} y[{}, {}]", m, k, n, r, q);
+            ASSERT_EQ(y[static_cast<size_t>(r * n + q)], sum)
+                << fmt::format("m={} k={} n={} y[{}, {}]", m, k, n, r, q);
           }
       }
 }
