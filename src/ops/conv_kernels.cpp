@@ -127,10 +127,6 @@ void wide_row_block(const T* w, const T* t, int64_t k, int64_t p, const T* start
 // 3×3 expand convs ran at 25 GFLOP/s, a third of the core's peak (docs/PERFORMANCE.md, session 17).
 constexpr int kTileRows = EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS >= 32 ? 8 : 6;
 constexpr int kTilePackets = 2;
-// The most packets of columns a row block's last tile takes at once: 3 while R × 3 accumulators, two packets of b
-// and the broadcast still fit the registers (8 × 3 + 3 of 32; 4 × 3 + 3 of 16), else 2 (6 × 3 would spill on AVX2).
-template <int R>
-constexpr int64_t kMaxTailPackets = R * 3 + 3 <= EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS ? 3 : 2;
 
 // Each tile walks b down its columns, one row of 1-3 packets per step, `ldb` apart, and its R weight rows one value
 // per step. Two software prefetches per step:
@@ -182,6 +178,11 @@ using FloatMask = uint8_t;
 #endif
 
 #ifdef GRIST_MASKED_FLOAT
+// The most packets of columns a row block's last tile takes at once: 3 while R × 3 accumulators, two packets of b
+// and the broadcast still fit the registers (8 × 3 + 3 of 32; 4 × 3 + 3 of 16), else 2 (6 × 3 would spill on AVX2).
+template <int R>
+constexpr int64_t kMaxTailPackets = R * 3 + 3 <= EIGEN_ARCH_DEFAULT_NUMBER_OF_REGISTERS ? 3 : 2;
+
 // A tile of NP packets of columns whose last packet holds `last` columns (1 to a whole packet).
 template <int R, int NP, bool NextRows = false>
 void masked_tile(const float* w, const float* b, int64_t ldb, int64_t k, int64_t last, const float* start, float* y,
