@@ -966,6 +966,10 @@ struct PhaseLayout {
   int64_t width = 0, rows = 0, phase_size = 0;  // of each phase; phase_size includes the last run's overreach
   int64_t rows_out = 0;                          // output rows
   int64_t run() const { return rows_out * width; }
+  // Where the run of a kernel offset dh rows, dw columns from the window's corner starts in the phases.
+  int64_t offset(int64_t dh, int64_t dw) const {
+    return ((dh % sh) * sw + dw % sw) * phase_size + (dh / sh) * width + dw / sw;
+  }
 };
 
 PhaseLayout phase_layout(const WindowGeometry& g) {
@@ -1227,11 +1231,8 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   std::array<int64_t, kMaxRegisterTaps> tap_start{};
   if (taps <= kMaxRegisterTaps)
     for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
-      for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-        const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
-        tap_start[static_cast<size_t>(kh * g.kernel[1] + kw)] =
-            ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
-      }
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw)
+        tap_start[static_cast<size_t>(kh * g.kernel[1] + kw)] = l.offset(kh * g.dilation[0], kw * g.dilation[1]);
   using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
   parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
     T* phases = state.slot(chunk_slot(4, chunk)).data<T>();
@@ -1247,9 +1248,7 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
         acc.setZero();
         for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
           for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-            const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
-            const T* src =
-                phases + ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
+            const T* src = phases + l.offset(kh * g.dilation[0], kw * g.dilation[1]);
             acc += w[m * taps + kh * g.kernel[1] + kw] * Eigen::Map<const Run>(src + done, l.run() - done);
           }
         T* out = y + (n * out_channels + m) * grid;
@@ -1574,8 +1573,7 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
         acc.setConstant(empty);
         for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
           for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-            const int64_t dh = kh * g.dilation[0], dw = kw * g.dilation[1];
-            const T* src = phases + ((dh % l.sh) * l.sw + dw % l.sw) * l.phase_size + (dh / l.sh) * l.width + dw / l.sw;
+            const T* src = phases + l.offset(kh * g.dilation[0], kw * g.dilation[1]);
             acc = Eigen::Map<const Run>(src, l.run()).binaryExpr(acc, NanPropagatingMax<T>());
           }
         T* out = y + plane * grid_size;
