@@ -9,10 +9,12 @@ void HuntProgress::progress(const Progress& p) {
   if (mode_ == Mode::Off) return;
   const double rate = p.elapsed_s > 0 ? static_cast<double>(p.iteration) / p.elapsed_s : 0;
   const double left = std::max(0.0, p.budget_s - p.elapsed_s);
+  // --race-weights: the twin's finding waits for the inputs' and training's turn; say that it is there.
+  const char* race = p.race_triggered ? ", the weights race triggered (weights-perturbed)" : "";
   if (mode_ == Mode::Terminal) {
-    std::fprintf(stderr, "\r\033[K[%d/%d] %s  iteration %lld  %.0f it/s  objective %.4g  %.0f s left  %d triggered",
+    std::fprintf(stderr, "\r\033[K[%d/%d] %s  iteration %lld  %.0f it/s  objective %.4g  %.0f s left  %d triggered%s",
                  p.hazard_index, p.hazard_count, p.hazard.c_str(), static_cast<long long>(p.iteration), rate,
-                 p.objective, left, triggered_);
+                 p.objective, left, triggered_, race);
     std::fflush(stderr);
     shown_ = true;
     return;
@@ -25,9 +27,10 @@ void HuntProgress::progress(const Progress& p) {
                  p.hazard.c_str(), p.budget_s);
   } else if (now - last_heartbeat_ >= std::chrono::seconds(10)) {
     last_heartbeat_ = now;
-    std::fprintf(stderr, "grist hunt: [%d/%d] %s: iteration %lld, %.0f it/s, objective %.4g, %.0f s left, %d triggered\n",
+    std::fprintf(stderr,
+                 "grist hunt: [%d/%d] %s: iteration %lld, %.0f it/s, objective %.4g, %.0f s left, %d triggered%s\n",
                  p.hazard_index, p.hazard_count, p.hazard.c_str(), static_cast<long long>(p.iteration), rate,
-                 p.objective, left, triggered_);
+                 p.objective, left, triggered_, race);
   }
   std::fflush(stderr);
 }

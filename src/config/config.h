@@ -81,6 +81,14 @@ struct SearchConfig {
   // own training fails is then reached by crafted training (class 2) instead of by its own (class 1): zoo 12, 14,
   // 19, 40-42 and 50 (docs/RESULTS.md, session 16). Models that do not train keep the clock. Off with --faithful.
   bool craft_early = false;
+  // With race_weights (hunt/bench --race-weights) a second search, on a second thread, steps the weights from the
+  // first iteration beside the program's own course (the inputs, the model's training, crafted training, as the
+  // clocks above have it). Its finding is weights-perturbed and comes as soon as the weights alone can reach the
+  // failure; the course still has its turn for an input- or training-reached one, which is reported instead when
+  // found before the course's own weights would join (the race's is then noted as the first trigger). Under
+  // max_iterations the race runs first and is judged in iterations, so the outcome does not depend on the
+  // machine's speed. Off with --faithful, and where no weight is searched (weight_change 0, --reach below weights).
+  bool race_weights = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the

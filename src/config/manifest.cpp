@@ -460,7 +460,7 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
         key == "objective" || key == "objective_value" || key == "step" || key == "craft_labels" ||
-        key == "stall_rule" || key == "craft_early")
+        key == "stall_rule" || key == "craft_early" || key == "race_weights")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -545,6 +545,9 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
         return r.error(p + "stall_rule", fmt::format("and search.{}: a clock or the stall rule, not both", clock));
   m.search.stall_rule = *stall_rule;
   m.search.craft_early = *craft_early;
+  auto race_weights = r.boolean(t, p, "race_weights", m.search.race_weights);
+  if (!race_weights) return race_weights.error();
+  m.search.race_weights = *race_weights;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

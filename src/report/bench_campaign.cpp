@@ -39,6 +39,7 @@ nlohmann::json run_json(const RunRecord& r) {
               {"weight_search", r.weight_search}, {"contradicted_proof", r.contradicted_proof},
               {"replayed", r.replayed}, {"reproduced", r.reproduced}, {"producer", r.producer}});
     if (!r.replay_error.empty()) j["replay_error"] = r.replay_error;
+    if (r.weights_race) j["weights_race"] = true;
   }
   return j;
 }
@@ -64,6 +65,7 @@ Result<RunRecord> run_from_json(const nlohmann::json& j) {
     r.reproduced = j.at("reproduced").get<bool>();
     r.producer = j.at("producer").get<std::string>();
     r.replay_error = j.value("replay_error", "");
+    r.weights_race = j.value("weights_race", false);
   }
   return r;
 }
@@ -209,6 +211,7 @@ nlohmann::json campaign_config(const BenchOptions& o, const std::vector<std::str
           {"replay", static_cast<bool>(o.replay)},
           {"stall_rule", o.stall_rule},
           {"craft_early", o.craft_early},
+          {"race_weights", o.race_weights},
           {"precision", o.precision ? std::string(precision_name(*o.precision)) : std::string()},
           {"subjects", list}};
 }

@@ -176,7 +176,8 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
   for (const auto& r : rows) {
     nlohmann::json x{{"bug", r.id},           {"expected_op", r.expected_op}, {"runs", r.runs},
                      {"triggered", r.triggered}, {"expected_op_hits", r.expected_op_hits},
-                     {"weight_search_hits", r.weight_search_hits}, {"seconds", r.seconds},
+                     {"weight_search_hits", r.weight_search_hits}, {"weights_race_hits", r.weights_race_hits},
+                     {"seconds", r.seconds},
                      {"iterations", r.iterations}, {"study_counts", r.study_counts}, {"first_producer", r.producer},
                      {"input_reached", r.count(FindingClass::InputReached)},
                      {"training_reached", r.count(FindingClass::TrainingReached)},

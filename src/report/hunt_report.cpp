@@ -124,6 +124,14 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
                      pass_name(o.pass), o.strategy,
                      o.weights_from > 0 ? fmt::format(" (weights stepped from iteration {})", o.weights_from) : "");
   out += fmt::format("  class: {}\n", class_text(o));
+  if (o.weights_race)
+    out += fmt::format("  race: the weights race found it (weights stepped from iteration 2, on a second thread); the "
+                       "inputs and training, beside it, had reached nothing of their own in {} iterations\n",
+                       o.course_iterations);
+  if (o.race_seconds > 0)
+    out += fmt::format("  race: the weights race triggered first, weights-perturbed after {:.3f} s (iteration {}); "
+                       "this finding of a better class is reported instead\n",
+                       o.race_seconds, o.race_iterations);
   out += fmt::format("  producer: {} '{}' -> '{}' {}: {} NaN, {} +Inf, {} -Inf\n",
                      o.event.op_type + (o.event.in_backward && o.pass != TriggerPass::OptimizerStep ? " gradient" : ""),
                      o.event.node_name, o.event.value_name, o.event.shape.str(), o.event.counts.nan,
@@ -207,6 +215,8 @@ nlohmann::json outcome_json(const Graph& g, const HuntReport& r, const HazardOut
                    {"weights_from_iteration", o.weights_from}, {"training_from_iteration", o.training_from},
                    {"crafting_attempts", o.crafting_attempts}};
   if (!o.skipped.empty()) x["skipped"] = o.skipped;
+  if (o.weights_race) x["weights_race"] = {{"course_iterations", o.course_iterations}};
+  if (o.race_seconds > 0) x["race_first"] = {{"seconds", o.race_seconds}, {"iterations", o.race_iterations}};
   if (!o.stopped.empty()) x["stopped"] = o.stopped;
   if (o.masked_count > 0)
     x["masked"] = {{"producer", to_json(o.masked)}, {"iteration", o.masked_iteration}, {"passes", o.masked_count}};

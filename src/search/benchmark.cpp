@@ -124,9 +124,11 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       h.manifest.search.stall_rule = o.stall_rule;
       h.manifest.search.craft_early = o.craft_early;
     }
+    if (o.race_weights) h.manifest.search.race_weights = true;
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     const auto hunt_start = std::chrono::steady_clock::now();
+    h.process_start = hunt_start;
     auto report = hunt(*graph, h);
     const double hunt_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - hunt_start).count();
     ++runs_done;
@@ -147,7 +149,9 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       rec.scaler_skipped_steps += out.scaler_skipped_steps;  // each hazard's search has a scaler of its own
       if (!out.triggered) continue;
       rec.triggered = true;
-      rec.seconds = import_s + std::max(0.0, hunt_s - after);
+      // The weights race's finding came while the inputs and training went on with their turn: its own moment.
+      rec.seconds = import_s + (out.weights_race ? out.seconds_since_start : std::max(0.0, hunt_s - after));
+      rec.weights_race = out.weights_race;
       rec.iterations = out.iterations;
       rec.study_count = manifest->expect.study_count(out.iterations);
       rec.finding_class = out.finding_class;
@@ -203,6 +207,7 @@ SubjectResult summarize(const SubjectRuns& s) {
     ++r.by_class[static_cast<int>(rec->finding_class)];
     r.expected_op_hits += rec->expected_op;
     r.weight_search_hits += rec->weight_search;
+    r.weights_race_hits += rec->weights_race;
     if (!rec->replay_error.empty())
       r.error = fmt::format("replaying the witness of run {}: {}", rec->run + 1, rec->replay_error);
     r.replayed += rec->replayed;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "analysis/half_hazards.h"
 #include "analysis/scan.h"
@@ -26,6 +27,7 @@
 #include "search/sign_step.h"
 #include "search/switching.h"
 #include "search/training_phases.h"
+#include "search/weights_race.h"
 
 namespace grist {
 
@@ -84,6 +86,16 @@ class TargetSearch {
   void finish_turn() { carry(); }
   // hunt --all's later turns: the inputs alone had theirs, so the search goes beyond them from the start.
   void go_beyond_inputs() { beyond_inputs_ = true; }
+  // The weights race's twin: the weights join at the first iteration, no crafted training (its findings would be
+  // the course's to make), no progress lines.
+  void race_the_weights() {
+    beyond_inputs_ = true;
+    twin_ = true;
+    cfg_.training_share = 0;
+  }
+  // The program's course beside a twin: once the twin has triggered, the course ends where its own weights would
+  // join (what it could still find there is weights-perturbed, as the twin's is, and later).
+  void watch_race(const WeightsRace* race) { race_ = race; }
 
  private:
   // Inputs alone (GRIST), then crafted training batches (a model that trains), then the weights themselves.
@@ -157,6 +169,8 @@ class TargetSearch {
   CarriedState* carried_;         // hunt --all: where this turn starts from and what it leaves (null: fresh)
   bool carried_out_ = false;
   bool beyond_inputs_ = false;
+  bool twin_ = false;                   // race_the_weights
+  const WeightsRace* race_ = nullptr;   // watch_race
   bool stages_begun_ = false;  // crafted training or the weights began: the inputs alone never get a stage again
 
   std::optional<Executor> ex_;
@@ -595,6 +609,8 @@ bool TargetSearch::inputs_clock_over(int64_t it, double elapsed, double budget_s
 // SearchConfig::stall_rule: decided from the search.
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs || stages_begun_) return false;
+  // The twin waits for the first objective backward: whether data reaches the objective decides the weights' steps.
+  if (twin_ && !objective_backward_ran_) return false;
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   if (!cfg_.stall_rule) {
     const bool clock_over = inputs_clock_over(it, elapsed, budget_s);
@@ -1136,6 +1152,10 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     out.skipped = "the manifest marks no input as data (role = \"data\"): nothing to search";
     return out;
   }
+  if (twin_ && stepped_weights_.empty()) {
+    out.skipped = "the weights race has no weight to step";
+    return out;
+  }
   const auto start = Clock::now();
   auto last_progress = start;
   const bool switching = cfg_.variant == Variant::Grist && cfg_.switch_data;
@@ -1171,9 +1191,16 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       out.stopped = fmt::format("the exact weight steps stopped reducing the objective (best {:.6g})", newton_best_);
       break;
     }
-    if (o_.on_progress && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
+    if (race_ && phase_ == Phase::Weights && race_->found_by(it)) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = "the weights race triggered first, and the inputs and training had had their turn";
+      break;
+    }
+    if (o_.on_progress && !twin_ && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
       last_progress = Clock::now();
-      o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_});
+      o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_,
+                              race_ && race_->found_by(it)});
     }
     iteration_ = it;
     GRIST_TRY(data_->redraw(batch_));
@@ -1451,6 +1478,63 @@ std::vector<PlannedHazard> plan_hazards(const Graph& g, const HuntOptions& o, co
 
 }  // namespace
 
+namespace {
+
+bool races_weights(const HuntOptions& o) {
+  const SearchConfig& c = o.manifest.search;
+  return c.race_weights && !c.faithful && c.weight_change > 0 && steps_inputs(c.variant);
+}
+
+// SearchConfig::race_weights: the course and its twin (search/weights_race.h), on two threads, or one after the
+// other under max_iterations, where the race is judged in iterations.
+Result<HazardOutcome> run_weights_race(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites,
+                                       const HazardSite& site, const Dataset& data, const Checkpoint* checkpoint,
+                                       double budget_s, int index, int count) {
+  WeightsRace race;
+  race.by_iterations = o.manifest.search.max_iterations > 0;
+  std::atomic<bool> course_done{false};
+  HuntOptions twin_options = o;
+  twin_options.on_progress = nullptr;
+  twin_options.stop_requested = [&] { return course_done.load() || (o.stop_requested && o.stop_requested()); };
+  TargetSearch twin(g, twin_options, sites, site, data, checkpoint);
+  twin.race_the_weights();
+  TargetSearch course(g, o, sites, site, data, checkpoint);
+  course.watch_race(&race);
+  Result<HazardOutcome> twin_out = make_error("the weights race did not run");
+  auto run_twin = [&] {
+    try {
+      twin_out = twin.run(budget_s, index, count);
+    } catch (const std::exception& e) {
+      twin_out = make_error("the weights race: {}", e.what());
+    }
+    if (twin_out && twin_out->triggered) {
+      race.found_at_iteration = twin_out->iterations;
+      race.found.store(true);
+    }
+  };
+  Result<HazardOutcome> course_out = make_error("the search did not run");
+  if (race.by_iterations) {
+    run_twin();
+    course_out = course.run(budget_s, index, count);
+  } else {
+    std::thread twin_thread(run_twin);
+    try {
+      course_out = course.run(budget_s, index, count);
+    } catch (...) {
+      course_done.store(true);
+      twin_thread.join();
+      throw;
+    }
+    course_done.store(true);
+    twin_thread.join();
+  }
+  if (!course_out) return course_out.error();
+  if (!twin_out) return twin_out.error();
+  return settle_weights_race(std::move(course_out).value(), std::move(twin_out).value(), race.by_iterations);
+}
+
+}  // namespace
+
 Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
   // A manifest's train.checkpoint: the program resumes from the weights it had trained (the model the whole
   // hunt sees, scan included) and from its optimizer's state (set in each search's setup).
@@ -1536,8 +1620,12 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     double shares_left = 0;
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
     const double budget = std::max(0.0, left * plan[i].share / shares_left);
-    TargetSearch search(g, o, report.hazards, *plan[i].site, *data, checkpoint ? &*checkpoint : nullptr);
-    auto outcome = search.run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
+    const Checkpoint* resumed_from = checkpoint ? &*checkpoint : nullptr;
+    auto outcome = races_weights(o)
+                       ? run_weights_race(g, o, report.hazards, *plan[i].site, *data, resumed_from, budget,
+                                          static_cast<int>(i) + 1, static_cast<int>(plan.size()))
+                       : TargetSearch(g, o, report.hazards, *plan[i].site, *data, resumed_from)
+                             .run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
     bool fired = outcome->triggered;
     report.interrupted = outcome->stopped == "interrupted";

@@ -47,6 +47,7 @@ struct Progress {
   double elapsed_s = 0;   // in this hazard's search
   double budget_s = 0;    // this hazard's share of the time limit
   double objective = 0;   // the last objective value
+  bool race_triggered = false;  // SearchConfig::race_weights: the twin has a weights-perturbed finding
 };
 
 struct HuntReport;
@@ -138,6 +139,14 @@ struct HazardOutcome {
   int64_t scaler_skipped_steps = 0;
   double loss_scale = 0;
   bool scale_collapsed = false;
+  // SearchConfig::race_weights. `weights_race`: this finding is the race's (the weights stepped from the first
+  // iteration beside the program's course, which ran `course_iterations` without an input- or training-reached
+  // one). `race_seconds` > 0: the race triggered first, weights-perturbed, after that many seconds (and
+  // race_iterations), but the course then reached this finding, of a better class, which is reported instead.
+  bool weights_race = false;
+  int64_t course_iterations = 0;
+  double race_seconds = 0;
+  int64_t race_iterations = 0;
   Witness witness;
 };
 

@@ -313,3 +313,64 @@ TEST(FindingClass, CraftingThatEndsWithNothingToFollowIsUndone) {
   EXPECT_EQ(o.training_from, 0);  // undone at iteration 125
   EXPECT_EQ(o.strategy, "grist");
 }
+
+// The weights race (SearchConfig::race_weights), judged in iterations under max_iterations. Crafted training
+// cannot move the toy's weight (lr 1e-9), so the clocks let the weights join at iteration 125, in optimizer-sized
+// steps until 162: nothing in 200 iterations. The race's twin steps the weight by 0.01 from iteration 2 (the
+// program's loss was 0 after iteration 1, so no optimizer-sized stage) and reaches log(1.5 − x·w)'s failure first.
+// The course then ends where its own weights join: it could only find a later weights-perturbed one.
+TEST(FindingClass, TheWeightsRaceReachesAWeightOnlyFailureBeforeTheClocks) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.train.optimizer.lr = 1e-9;
+  m.search.weight_change = 0.01;
+  HazardOutcome clocked = hunt_first(l.graph, m);
+  EXPECT_EQ(clocked.weights_from, 125);
+  m.search.race_weights = true;
+  HazardOutcome raced = hunt_first(l.graph, m);
+  ASSERT_TRUE(raced.triggered);
+  EXPECT_TRUE(raced.weights_race);
+  EXPECT_EQ(raced.finding_class, FindingClass::WeightsPerturbed);
+  EXPECT_EQ(raced.weights_from, 2);
+  EXPECT_EQ(raced.iterations, 52);  // steps of 0.01 carry w from 1 to 1.5 in 50
+  EXPECT_EQ(raced.course_iterations, 125);  // its weights joined at 125; it stopped before its next pass
+  EXPECT_FALSE(clocked.triggered);
+  expect_witness_replays(l, raced, 0);
+}
+
+// ... and never takes a better class away: at the toy's own lr crafted training reaches the failure at iteration
+// 55 (training-reached), as without the race. The twin's steps of 0.6 fail at its iteration 2 (w = 1.6 in the
+// training pass): the earlier weights-perturbed trigger is noted, the training-reached finding reported.
+TEST(FindingClass, TheWeightsRaceLeavesATrainingReachedFindingToTheCourse) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.search.weight_change = 0.6;
+  m.search.race_weights = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_FALSE(o.weights_race);
+  EXPECT_EQ(o.iterations, 55);
+  EXPECT_EQ(o.race_iterations, 2);
+  expect_witness_replays(l, o, 4);
+}
+
+// On a time budget the twin runs on a thread of its own beside the course (what the sanitizer builds check): the
+// toy's twin fails within milliseconds, and the course stops once its own weights join, after the inputs' quarter
+// (0.5 s) and crafting's half of the rest.
+TEST(FindingClass, TheWeightsRaceRunsOnASecondThreadOnATimedBudget) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.search.max_iterations = 0;
+  m.search.time_limit = 2.0 / 60;  // minutes
+  m.train.optimizer.lr = 1e-9;
+  m.search.weight_change = 0.01;
+  m.search.race_weights = true;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_TRUE(o.weights_race);
+  EXPECT_EQ(o.finding_class, FindingClass::WeightsPerturbed);
+  EXPECT_EQ(o.iterations, 52);
+  EXPECT_GT(o.course_iterations, o.iterations);
+  expect_witness_replays(l, o, 0);
+}
