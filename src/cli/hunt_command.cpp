@@ -345,7 +345,7 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "alone reach the failure instead of after the clocks, while the inputs and training keep their turn, "
                 "and an input- or training-reached finding they reach before their own weights would join is the "
                 "one reported. Opt-in (docs/RESULTS.md, session 18); with --max-iterations the race is judged in "
-                "iterations");
+                "iterations; --all's shared run does not race");
   cmd->add_flag("--craft-early", f->craft_early,
                 "for a model that trains, crafted training batches join once the inputs' objective stalls (no "
                 "progress over the last half of their iterations, after 1 s at the least) instead of on the "

@@ -87,7 +87,8 @@ struct SearchConfig {
   // failure; the course still has its turn for an input- or training-reached one, which is reported instead when
   // found before the course's own weights would join (the race's is then noted as the first trigger). Under
   // max_iterations the race runs first and is judged in iterations, so the outcome does not depend on the
-  // machine's speed. Off with --faithful, and where no weight is searched (weight_change 0, --reach below weights).
+  // machine's speed. Off with --faithful, where no weight is searched (weight_change 0, --reach below weights), and
+  // in hunt --all's shared run.
   bool race_weights = false;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the

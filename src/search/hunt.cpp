@@ -1486,7 +1486,9 @@ bool races_weights(const HuntOptions& o) {
 }
 
 // SearchConfig::race_weights: the course and its twin (search/weights_race.h), on two threads, or one after the
-// other under max_iterations, where the race is judged in iterations.
+// other under max_iterations, where the race is judged in iterations. Each search has its own executor, copy of the
+// data and generator; the graph, the sites and the loaded rows are only read, and a hunt's kernels run on the
+// calling thread (util/thread_pool.h): the two threads write nothing they share but the race's flag.
 Result<HazardOutcome> run_weights_race(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites,
                                        const HazardSite& site, const Dataset& data, const Checkpoint* checkpoint,
                                        double budget_s, int index, int count) {
