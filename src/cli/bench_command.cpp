@@ -35,7 +35,7 @@ struct BenchFlags {
   bool no_replay = false;
   bool stall_rule = false;
   bool craft_early = false;
-  bool race_weights = false;
+  bool no_race_weights = false;
   std::string precision;  // empty: each manifest's
   bool quiet = false;
   bool fix = false;
@@ -191,7 +191,7 @@ int bench_main(const BenchFlags& f) {
   o.no_training = f.reach == "inputs";
   o.stall_rule = f.stall_rule;
   o.craft_early = f.craft_early;
-  o.race_weights = f.race_weights;
+  o.no_race_weights = f.no_race_weights;
   if (o.craft_early && o.stall_rule) return fail("--craft-early and --stall-rule: one rule for when crafted training joins");
   if (!f.precision.empty()) {
     auto p = parse_precision(f.precision);
@@ -310,9 +310,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_flag("--craft-early", f->craft_early,
                 "every hunt lets crafted training join when the inputs' objective stalls, the weights keeping their "
                 "clock (grist hunt --craft-early)");
-  cmd->add_flag("--race-weights", f->race_weights,
-                "every hunt also steps the weights from the first iteration on a second thread (grist hunt "
-                "--race-weights)");
+  cmd->add_flag("--no-race-weights", f->no_race_weights,
+                "no hunt races the weights on a second thread (grist hunt --no-race-weights)");
   cmd->add_option("--precision", f->precision,
                   "override every manifest's [numerics] precision: fp32, fp16, bf16, amp-fp16, amp-bf16");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");

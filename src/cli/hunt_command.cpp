@@ -50,7 +50,7 @@ struct HuntFlags {
   double weights_after = -1;
   bool stall_rule = false;
   bool craft_early = false;
-  bool race_weights = false;
+  bool no_race_weights = false;
   bool inputs_only = false;
   std::string reach;
   bool json = false;
@@ -115,7 +115,7 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     c.stall_rule = true;
     c.craft_early = false;
   }
-  if (f.race_weights) c.race_weights = true;
+  if (f.no_race_weights) c.race_weights = false;
   if (f.craft_early) {
     if (f.stall_rule) return make_error("--craft-early and --stall-rule: one rule for when crafted training joins");
     c.craft_early = true;
@@ -339,13 +339,13 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "end each stage (the inputs alone, crafted training, optimizer-sized weight steps) when the search "
                 "stalls instead of on its share of the budget: faster where the inputs cannot reach, but a toy whose "
                 "own training carries a flat objective to the failure may then be reached by training or weights");
-  cmd->add_flag("--race-weights", f->race_weights,
-                "also step the weights from the first iteration, in a second search on a second thread, beside the "
-                "inputs and the model's training: a weights-perturbed finding then comes as soon as the weights "
-                "alone reach the failure instead of after the clocks, while the inputs and training keep their turn, "
-                "and an input- or training-reached finding they reach before their own weights would join is the "
-                "one reported. Opt-in (docs/RESULTS.md, session 18); with --max-iterations the race is judged in "
-                "iterations; --all's shared run does not race");
+  cmd->add_flag("--no-race-weights", f->no_race_weights,
+                "do not race the weights: by default a second search, on a second thread, steps the weights from "
+                "the second iteration beside the inputs and the model's training, so that a weights-perturbed "
+                "finding comes as soon as the weights alone reach the failure instead of after the clocks; the "
+                "inputs and training keep their turn, and an input- or training-reached finding they reach before "
+                "their own weights would join is the one reported (docs/RESULTS.md, session 18). With "
+                "--max-iterations the race is judged in iterations; --all's shared run and --faithful do not race");
   cmd->add_flag("--craft-early", f->craft_early,
                 "for a model that trains, crafted training batches join once the inputs' objective stalls (no "
                 "progress over the last half of their iterations, after 1 s at the least) instead of on the "

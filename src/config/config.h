@@ -81,15 +81,16 @@ struct SearchConfig {
   // own training fails is then reached by crafted training (class 2) instead of by its own (class 1): zoo 12, 14,
   // 19, 40-42 and 50 (docs/RESULTS.md, session 16). Models that do not train keep the clock. Off with --faithful.
   bool craft_early = false;
-  // With race_weights (hunt/bench --race-weights) a second search, on a second thread, steps the weights from the
-  // first iteration beside the program's own course (the inputs, the model's training, crafted training, as the
-  // clocks above have it). Its finding is weights-perturbed and comes as soon as the weights alone can reach the
-  // failure; the course still has its turn for an input- or training-reached one, which is reported instead when
-  // found before the course's own weights would join (the race's is then noted as the first trigger). Under
-  // max_iterations the race runs first and is judged in iterations, so the outcome does not depend on the
+  // With race_weights (the default; hunt/bench --no-race-weights) a second search, on a second thread, steps the
+  // weights from the second iteration beside the program's own course (the inputs, the model's training, crafted
+  // training, as the clocks above have it). Its finding is weights-perturbed and comes as soon as the weights alone
+  // can reach the failure; the course still has its turn for an input- or training-reached one, which is reported
+  // instead when found before the course's own weights would join (the race's is then noted as the first trigger).
+  // Under max_iterations the race runs first and is judged in iterations, so the outcome does not depend on the
   // machine's speed. Off with --faithful, where no weight is searched (weight_change 0, --reach below weights), and
-  // in hunt --all's shared run.
-  bool race_weights = false;
+  // in hunt --all's shared run. On the zoo it triggers 64 of 64 in every run against 62 (docs/RESULTS.md, session
+  // 18), no input- or training-reached finding lost.
+  bool race_weights = true;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the

@@ -211,7 +211,7 @@ nlohmann::json campaign_config(const BenchOptions& o, const std::vector<std::str
           {"replay", static_cast<bool>(o.replay)},
           {"stall_rule", o.stall_rule},
           {"craft_early", o.craft_early},
-          {"race_weights", o.race_weights},
+          {"race_weights", !o.no_race_weights},
           {"precision", o.precision ? std::string(precision_name(*o.precision)) : std::string()},
           {"subjects", list}};
 }

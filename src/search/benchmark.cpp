@@ -124,7 +124,7 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       h.manifest.search.stall_rule = o.stall_rule;
       h.manifest.search.craft_early = o.craft_early;
     }
-    if (o.race_weights) h.manifest.search.race_weights = true;
+    if (o.no_race_weights) h.manifest.search.race_weights = false;
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     const auto hunt_start = std::chrono::steady_clock::now();

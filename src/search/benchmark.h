@@ -29,7 +29,7 @@ struct BenchOptions {
   bool no_weights = false, no_training = false;
   bool stall_rule = false;  // every hunt's stages end when the search stalls (SearchConfig::stall_rule)
   bool craft_early = false;  // crafted training joins when the inputs stall (SearchConfig::craft_early)
-  bool race_weights = false;  // every hunt races the weights (SearchConfig::race_weights)
+  bool no_race_weights = false;  // no hunt races the weights (SearchConfig::race_weights off)
   std::optional<Precision> precision;  // override every manifest's [numerics] precision (bench --precision)
   std::function<void(const std::string& subject, int run, int runs_done, int runs_total)> on_run;
   // Replays a trigger's witness the way `grist replay` does (the caller writes and reads it): true when the

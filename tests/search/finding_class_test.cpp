@@ -224,6 +224,7 @@ TEST(FindingClass, CraftedTrainingThatStallsHandsOverToTheWeightsEarly) {
   Manifest m = toy_manifest(l, true);
   m.train.optimizer.lr = 1e-9;
   m.search.weight_change = 0.01;
+  m.search.race_weights = false;  // the clocks, not the race
   m.search.stall_rule = true;
   HazardOutcome o = hunt_first(l.graph, m);
   EXPECT_EQ(o.training_from, 51);
@@ -260,6 +261,7 @@ TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
   Manifest m = toy_manifest(l, true);
   m.train.optimizer.lr = 1e-9;
   m.search.weight_change = 0.01;
+  m.search.race_weights = false;  // the clocks, not the race
   m.search.craft_early = true;
   HazardOutcome o = hunt_first(l.graph, m);
   EXPECT_EQ(o.weights_from, 125);
@@ -289,6 +291,7 @@ TEST(FindingClass, CraftEarlyLeavesTheClockOfAWeightOnlyDivisorAlone) {
   Manifest m = toy_manifest(l, true);
   m.target.clear();
   m.search.weight_change = 0.01;
+  m.search.race_weights = false;  // the clocks, not the race
   for (bool craft_early : {false, true}) {
     m.search.craft_early = craft_early;
     HazardOutcome o = hunt_first(g, m);
@@ -324,6 +327,7 @@ TEST(FindingClass, TheWeightsRaceReachesAWeightOnlyFailureBeforeTheClocks) {
   Manifest m = toy_manifest(l, true);
   m.train.optimizer.lr = 1e-9;
   m.search.weight_change = 0.01;
+  m.search.race_weights = false;
   HazardOutcome clocked = hunt_first(l.graph, m);
   EXPECT_EQ(clocked.weights_from, 125);
   m.search.race_weights = true;

@@ -269,13 +269,23 @@ TEST(HuntWeights, WeightsJoinAfterTheInputsShareAndReachWhatInputsAloneCannot) {
     EXPECT_EQ(out.weights_from, 0);
   }
 
-  // By default the weights join after a quarter of the budget (here: of max_iterations).
+  // Without the weights race the weights join after a quarter of the budget (here: of max_iterations)...
+  HazardOutcome clocked = hunt_first(l, [&](Manifest& m) {
+    no_training(m);
+    m.search.race_weights = false;
+  });
+  ASSERT_TRUE(clocked.triggered);
+  EXPECT_EQ(clocked.strategy, "grist+weights");
+  EXPECT_EQ(clocked.weights_from, 501);
+  EXPECT_EQ(clocked.iterations, 661);
+  EXPECT_EQ(clocked.witness.weights.count("W"), 1u);  // the weights it reached are part of the witness
+  // ...and by default the race's twin steps them from the second iteration: the same failure 499 iterations sooner.
   HazardOutcome by_default = hunt_first(l, no_training);
   ASSERT_TRUE(by_default.triggered);
-  EXPECT_EQ(by_default.strategy, "grist+weights");
-  EXPECT_EQ(by_default.weights_from, 501);
-  EXPECT_EQ(by_default.iterations, 661);
-  EXPECT_EQ(by_default.witness.weights.count("W"), 1u);  // the weights it reached are part of the witness
+  EXPECT_TRUE(by_default.weights_race);
+  EXPECT_EQ(by_default.weights_from, 2);
+  EXPECT_EQ(by_default.iterations, 162);
+  EXPECT_EQ(by_default.witness.weights.count("W"), 1u);
 
   HazardOutcome from_start = hunt_first(l, [&](Manifest& m) {
     no_training(m);
