@@ -317,29 +317,42 @@ TEST(FindingClass, CraftingThatEndsWithNothingToFollowIsUndone) {
   EXPECT_EQ(o.strategy, "grist");
 }
 
-// The weights race (SearchConfig::race_weights), judged in iterations under max_iterations. Crafted training
-// cannot move the toy's weight (lr 1e-9), so the clocks let the weights join at iteration 125, in optimizer-sized
-// steps until 162: nothing in 200 iterations. The race's twin steps the weight by 0.01 from iteration 2 (the
-// program's loss was 0 after iteration 1, so no optimizer-sized stage) and reaches log(1.5 − x·w)'s failure first.
-// The course then ends where its own weights join: it could only find a later weights-perturbed one.
-TEST(FindingClass, TheWeightsRaceReachesAWeightOnlyFailureBeforeTheClocks) {
-  Loaded l = load("crafted_training_toy");
+namespace {
+// The toy with a weight that crafted training cannot move (lr 1e-9) and weight steps of 0.01.
+Manifest weight_only_toy(const Loaded& l) {
   Manifest m = toy_manifest(l, true);
   m.train.optimizer.lr = 1e-9;
   m.search.weight_change = 0.01;
+  return m;
+}
+
+// Its failure found by the race's twin: steps of 0.01 from iteration 2 carry w from 1 to 1.5 at iteration 52 (the
+// program's loss was 0 after iteration 1, so there is no optimizer-sized stage); the witness replays.
+void expect_the_twins_finding(const Loaded& l, const HazardOutcome& o) {
+  ASSERT_TRUE(o.triggered);
+  EXPECT_TRUE(o.weights_race);
+  EXPECT_EQ(o.finding_class, FindingClass::WeightsPerturbed);
+  EXPECT_EQ(o.weights_from, 2);
+  EXPECT_EQ(o.iterations, 52);
+  expect_witness_replays(l, o, 0);
+}
+}  // namespace
+
+// The weights race (SearchConfig::race_weights), judged in iterations under max_iterations. The clocks let the
+// toy's weights join at iteration 125, in optimizer-sized steps until 162: nothing in 200 iterations. The race's
+// twin reaches log(1.5 − x·w)'s failure first; the course then ends where its own weights join, where it could only
+// find a later weights-perturbed one.
+TEST(FindingClass, TheWeightsRaceReachesAWeightOnlyFailureBeforeTheClocks) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = weight_only_toy(l);
   m.search.race_weights = false;
   HazardOutcome clocked = hunt_first(l.graph, m);
   EXPECT_EQ(clocked.weights_from, 125);
+  EXPECT_FALSE(clocked.triggered);
   m.search.race_weights = true;
   HazardOutcome raced = hunt_first(l.graph, m);
-  ASSERT_TRUE(raced.triggered);
-  EXPECT_TRUE(raced.weights_race);
-  EXPECT_EQ(raced.finding_class, FindingClass::WeightsPerturbed);
-  EXPECT_EQ(raced.weights_from, 2);
-  EXPECT_EQ(raced.iterations, 52);  // steps of 0.01 carry w from 1 to 1.5 in 50
+  expect_the_twins_finding(l, raced);
   EXPECT_EQ(raced.course_iterations, 125);  // its weights joined at 125; it stopped before its next pass
-  EXPECT_FALSE(clocked.triggered);
-  expect_witness_replays(l, raced, 0);
 }
 
 // ... and never takes a better class away: at the toy's own lr crafted training reaches the failure at iteration
@@ -364,17 +377,11 @@ TEST(FindingClass, TheWeightsRaceLeavesATrainingReachedFindingToTheCourse) {
 // (0.5 s) and crafting's half of the rest.
 TEST(FindingClass, TheWeightsRaceRunsOnASecondThreadOnATimedBudget) {
   Loaded l = load("crafted_training_toy");
-  Manifest m = toy_manifest(l, true);
+  Manifest m = weight_only_toy(l);
   m.search.max_iterations = 0;
   m.search.time_limit = 2.0 / 60;  // minutes
-  m.train.optimizer.lr = 1e-9;
-  m.search.weight_change = 0.01;
   m.search.race_weights = true;
   HazardOutcome o = hunt_first(l.graph, m);
-  ASSERT_TRUE(o.triggered);
-  EXPECT_TRUE(o.weights_race);
-  EXPECT_EQ(o.finding_class, FindingClass::WeightsPerturbed);
-  EXPECT_EQ(o.iterations, 52);
+  expect_the_twins_finding(l, o);
   EXPECT_GT(o.course_iterations, o.iterations);
-  expect_witness_replays(l, o, 0);
 }
