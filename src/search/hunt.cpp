@@ -86,8 +86,8 @@ class TargetSearch {
   void finish_turn() { carry(); }
   // hunt --all's later turns: the inputs alone had theirs, so the search goes beyond them from the start.
   void go_beyond_inputs() { beyond_inputs_ = true; }
-  // The weights race's twin: the weights join at the first iteration, no crafted training (its findings would be
-  // the course's to make), no progress lines.
+  // The weights race's twin: the weights join at the second iteration (inputs_phase_over), no crafted training (its
+  // findings would be the course's to make), no progress lines.
   void race_the_weights() {
     beyond_inputs_ = true;
     twin_ = true;
