@@ -330,7 +330,8 @@ void add_hunt_command(CLI::App& app, Action& action) {
                   "as search variables, as RANUM does; the witness then carries the weights it reached). By "
                   "default they join with epsilon 0.01 once the inputs (a quarter of each hazard's budget, 10 s at "
                   "most) and, for a model that trains, crafted training batches (half of what is left, 20 s at "
-                  "most) have had their turn (--stall-rule: once they stall)");
+                  "most) have had their turn (--stall-rule: once they stall), and the weights race steps them from the "
+                  "second iteration on a second thread beside that (--no-race-weights)");
   cmd->add_option("--weights-after", f->weights_after,
                   "fraction of each hazard's budget searched with the inputs alone before crafted training and the "
                   "weights join (default 0.25, and 10 s at most; given here, the fraction alone counts)")
