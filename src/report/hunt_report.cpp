@@ -125,10 +125,10 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
                      o.weights_from > 0 ? fmt::format(" (weights stepped from iteration {})", o.weights_from) : "");
   out += fmt::format("  class: {}\n", class_text(o));
   if (o.weights_race)
-    out += fmt::format("  race: the weights race found it (weights stepped from iteration 2, on a second thread); the "
+    out += fmt::format("  race: the weights race found it (weights stepped from iteration {}, on a second thread); the "
                        "inputs and training, beside it, had reached nothing of their own in {} iterations\n",
-                       o.course_iterations);
-  if (o.race_seconds > 0)
+                       o.weights_from, o.course_iterations);
+  if (o.race_iterations > 0)
     out += fmt::format("  race: the weights race triggered first, weights-perturbed after {:.3f} s (iteration {}); "
                        "this finding of a better class is reported instead\n",
                        o.race_seconds, o.race_iterations);
@@ -216,7 +216,7 @@ nlohmann::json outcome_json(const Graph& g, const HuntReport& r, const HazardOut
                    {"crafting_attempts", o.crafting_attempts}};
   if (!o.skipped.empty()) x["skipped"] = o.skipped;
   if (o.weights_race) x["weights_race"] = {{"course_iterations", o.course_iterations}};
-  if (o.race_seconds > 0) x["race_first"] = {{"seconds", o.race_seconds}, {"iterations", o.race_iterations}};
+  if (o.race_iterations > 0) x["race_first"] = {{"seconds", o.race_seconds}, {"iterations", o.race_iterations}};
   if (!o.stopped.empty()) x["stopped"] = o.stopped;
   if (o.masked_count > 0)
     x["masked"] = {{"producer", to_json(o.masked)}, {"iteration", o.masked_iteration}, {"passes", o.masked_count}};

@@ -139,10 +139,10 @@ struct HazardOutcome {
   int64_t scaler_skipped_steps = 0;
   double loss_scale = 0;
   bool scale_collapsed = false;
-  // SearchConfig::race_weights. `weights_race`: this finding is the race's (the weights stepped from the first
-  // iteration beside the program's course, which ran `course_iterations` without an input- or training-reached
-  // one). `race_seconds` > 0: the race triggered first, weights-perturbed, after that many seconds (and
-  // race_iterations), but the course then reached this finding, of a better class, which is reported instead.
+  // SearchConfig::race_weights. `weights_race`: this finding is the race's (the weights stepped from `weights_from`
+  // beside the program's course, which ran `course_iterations` without an input- or training-reached one).
+  // `race_iterations` > 0: the race triggered first, weights-perturbed, at that iteration (after race_seconds),
+  // but the course then reached this finding, of a better class, which is reported instead.
   bool weights_race = false;
   int64_t course_iterations = 0;
   double race_seconds = 0;
