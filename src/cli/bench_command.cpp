@@ -36,6 +36,7 @@ struct BenchFlags {
   bool stall_rule = false;
   bool craft_early = false;
   bool no_race_weights = false;
+  bool no_race_training = false;
   std::string precision;  // empty: each manifest's
   bool quiet = false;
   bool fix = false;
@@ -192,6 +193,7 @@ int bench_main(const BenchFlags& f) {
   o.stall_rule = f.stall_rule;
   o.craft_early = f.craft_early;
   o.no_race_weights = f.no_race_weights;
+  o.no_race_training = f.no_race_training;
   if (o.craft_early && o.stall_rule) return fail("--craft-early and --stall-rule: one rule for when crafted training joins");
   if (!f.precision.empty()) {
     auto p = parse_precision(f.precision);
@@ -312,6 +314,8 @@ void add_bench_command(CLI::App& app, Action& action) {
                 "clock (grist hunt --craft-early)");
   cmd->add_flag("--no-race-weights", f->no_race_weights,
                 "no hunt races the weights on a second thread (grist hunt --no-race-weights)");
+  cmd->add_flag("--no-race-training", f->no_race_training,
+                "no hunt races crafted training on a second thread (grist hunt --no-race-training)");
   cmd->add_option("--precision", f->precision,
                   "override every manifest's [numerics] precision: fp32, fp16, bf16, amp-fp16, amp-bf16");
   cmd->add_flag("--quiet,-q", f->quiet, "no progress bar");

@@ -51,6 +51,7 @@ struct HuntFlags {
   bool stall_rule = false;
   bool craft_early = false;
   bool no_race_weights = false;
+  bool no_race_training = false;
   bool inputs_only = false;
   std::string reach;
   bool json = false;
@@ -116,6 +117,7 @@ Result<Manifest> resolve_manifest(const HuntFlags& f) {
     c.craft_early = false;
   }
   if (f.no_race_weights) c.race_weights = false;
+  if (f.no_race_training) c.race_training = false;
   if (f.craft_early) {
     if (f.stall_rule) return make_error("--craft-early and --stall-rule: one rule for when crafted training joins");
     c.craft_early = true;
@@ -347,6 +349,12 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "inputs and training keep their turn, and an input- or training-reached finding they reach before "
                 "their own weights would join is the one reported (docs/RESULTS.md, session 18). With "
                 "--max-iterations the race is judged in iterations; --all's shared run and --faithful do not race");
+  cmd->add_flag("--no-race-training", f->no_race_training,
+                "do not race crafted training: by default, for a model that trains, the second thread then crafts "
+                "training batches from the second iteration, so that a training-reached finding comes as soon as "
+                "crafted training reaches the failure instead of after the inputs' clock; the inputs keep their "
+                "turn, and an input-reached finding they reach before it is the one reported (docs/RESULTS.md, "
+                "session 19)");
   cmd->add_flag("--craft-early", f->craft_early,
                 "for a model that trains, crafted training batches join once the inputs' objective stalls (no "
                 "progress over the last half of their iterations, after 1 s at the least) instead of on the "

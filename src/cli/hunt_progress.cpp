@@ -9,8 +9,11 @@ void HuntProgress::progress(const Progress& p) {
   if (mode_ == Mode::Off) return;
   const double rate = p.elapsed_s > 0 ? static_cast<double>(p.iteration) / p.elapsed_s : 0;
   const double left = std::max(0.0, p.budget_s - p.elapsed_s);
-  // SearchConfig::race_weights: the twin's finding waits for the inputs' and training's turn; say that it is there.
-  const char* race = p.race_triggered ? ", the weights race triggered (weights-perturbed)" : "";
+  // SearchConfig::race_weights, race_training: a twin's finding waits for the inputs' (and training's) turn; say
+  // that it is there.
+  const char* race = p.training_race_triggered ? ", the training race triggered (training-reached)"
+                     : p.race_triggered        ? ", the weights race triggered (weights-perturbed)"
+                                               : "";
   if (mode_ == Mode::Terminal) {
     std::fprintf(stderr, "\r\033[K[%d/%d] %s  iteration %lld  %.0f it/s  objective %.4g  %.0f s left  %d triggered%s",
                  p.hazard_index, p.hazard_count, p.hazard.c_str(), static_cast<long long>(p.iteration), rate,

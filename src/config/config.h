@@ -91,6 +91,12 @@ struct SearchConfig {
   // in hunt --all's shared run. On the zoo it triggers 64 of 64 in every run against 62 (docs/RESULTS.md, session
   // 18), no input- or training-reached finding lost.
   bool race_weights = true;
+  // With race_training (the default; hunt/bench --no-race-training), for a model that trains, the second thread
+  // then runs a training twin: crafted training batches from the second iteration, beside the course, which still
+  // has the inputs' clock to itself. Once the twin is training-reached, the course ends where its own crafted
+  // training would begin; an input-reached finding it makes before then is reported instead, however late. Off with
+  // --faithful, where nothing is crafted (training_share 0, --reach inputs) and in hunt --all's shared run.
+  bool race_training = true;
   // Between the inputs' share and the weights joining, a model that trains gets crafted training batches:
   // its own optimizer steps on batches moved, within the inputs' ranges, so that each step goes down the
   // objective's gradient in the weights (gradient matching). What it reaches is training-reached, which the

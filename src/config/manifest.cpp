@@ -460,7 +460,8 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
         key == "seed" || key == "target" || key == "weight_change" || key == "weights_after" ||
         key == "weights_after_s" || key == "training_share" || key == "training_s" || key == "variables" ||
         key == "objective" || key == "objective_value" || key == "step" || key == "craft_labels" ||
-        key == "stall_rule" || key == "craft_early" || key == "race_weights")
+        key == "stall_rule" || key == "craft_early" || key == "race_weights" ||
+        key == "race_training")
       continue;
     std::string text;
     if (auto b = v.value<bool>(); b && v.is_boolean()) text = *b ? "True" : "False";
@@ -548,6 +549,9 @@ Status read_search(const toml::table& t, const Reader& r, Manifest& m) {
   auto race_weights = r.boolean(t, p, "race_weights", m.search.race_weights);
   if (!race_weights) return race_weights.error();
   m.search.race_weights = *race_weights;
+  auto race_training = r.boolean(t, p, "race_training", m.search.race_training);
+  if (!race_training) return race_training.error();
+  m.search.race_training = *race_training;
   auto target = r.string(t, p, "target", "");
   if (!target) return target.error();
   m.target = *target;

@@ -40,6 +40,7 @@ nlohmann::json run_json(const RunRecord& r) {
               {"replayed", r.replayed}, {"reproduced", r.reproduced}, {"producer", r.producer}});
     if (!r.replay_error.empty()) j["replay_error"] = r.replay_error;
     if (r.weights_race) j["weights_race"] = true;
+    if (r.training_race) j["training_race"] = true;
   }
   return j;
 }
@@ -66,6 +67,7 @@ Result<RunRecord> run_from_json(const nlohmann::json& j) {
     r.producer = j.at("producer").get<std::string>();
     r.replay_error = j.value("replay_error", "");
     r.weights_race = j.value("weights_race", false);
+    r.training_race = j.value("training_race", false);
   }
   return r;
 }
@@ -212,6 +214,7 @@ nlohmann::json campaign_config(const BenchOptions& o, const std::vector<std::str
           {"stall_rule", o.stall_rule},
           {"craft_early", o.craft_early},
           {"race_weights", !o.no_race_weights},
+          {"race_training", !o.no_race_training},
           {"precision", o.precision ? std::string(precision_name(*o.precision)) : std::string()},
           {"subjects", list}};
 }

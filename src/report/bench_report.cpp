@@ -177,6 +177,7 @@ nlohmann::json bench_json(const std::vector<SubjectResult>& rows) {
     nlohmann::json x{{"bug", r.id},           {"expected_op", r.expected_op}, {"runs", r.runs},
                      {"triggered", r.triggered}, {"expected_op_hits", r.expected_op_hits},
                      {"weight_search_hits", r.weight_search_hits}, {"weights_race_hits", r.weights_race_hits},
+                     {"training_race_hits", r.training_race_hits},
                      {"seconds", r.seconds},
                      {"iterations", r.iterations}, {"study_counts", r.study_counts}, {"first_producer", r.producer},
                      {"input_reached", r.count(FindingClass::InputReached)},

@@ -128,6 +128,10 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
     out += fmt::format("  race: the weights race found it (weights stepped from iteration {}, on a second thread); the "
                        "inputs and training, beside it, had reached nothing of their own in {} iterations\n",
                        o.weights_from, o.course_iterations);
+  if (o.training_race)
+    out += fmt::format("  race: the training race found it (crafted training batches from iteration {}, on a second "
+                       "thread); the inputs, beside it, had reached nothing of their own in {} iterations\n",
+                       o.training_from, o.course_iterations);
   if (o.race_iterations > 0)
     out += fmt::format("  race: the weights race triggered first, weights-perturbed after {:.3f} s (iteration {}); "
                        "this finding of a better class is reported instead\n",
@@ -216,6 +220,7 @@ nlohmann::json outcome_json(const Graph& g, const HuntReport& r, const HazardOut
                    {"crafting_attempts", o.crafting_attempts}};
   if (!o.skipped.empty()) x["skipped"] = o.skipped;
   if (o.weights_race) x["weights_race"] = {{"course_iterations", o.course_iterations}};
+  if (o.training_race) x["training_race"] = {{"course_iterations", o.course_iterations}};
   if (o.race_iterations > 0) x["race_first"] = {{"seconds", o.race_seconds}, {"iterations", o.race_iterations}};
   if (!o.stopped.empty()) x["stopped"] = o.stopped;
   if (o.masked_count > 0)

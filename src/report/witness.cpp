@@ -99,7 +99,8 @@ nlohmann::json witness_json(const HazardOutcome& o, const Manifest& manifest, co
                               ? nlohmann::json(step_rule_name(c.faithful ? StepRule::Sign : c.step))
                               : nlohmann::json()}};
   j["weights_from_iteration"] = o.weights_from;
-  if (o.weights_race) j["weights_race"] = true;  // the twin of SearchConfig::race_weights found it
+  if (o.weights_race) j["weights_race"] = true;    // the twin of SearchConfig::race_weights found it
+  if (o.training_race) j["training_race"] = true;  // the twin of SearchConfig::race_training found it
   j["training_from_iteration"] = o.training_from;
   if (!o.witness.trained.empty()) j["trained"] = o.witness.trained;
   if (!o.witness.training.empty()) {

@@ -125,6 +125,7 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       h.manifest.search.craft_early = o.craft_early;
     }
     if (o.no_race_weights) h.manifest.search.race_weights = false;
+    if (o.no_race_training) h.manifest.search.race_training = false;
     h.manifest.precision = precision;
     h.batch_size = manifest->batch_size > 0 ? manifest->batch_size : 1;
     const auto hunt_start = std::chrono::steady_clock::now();
@@ -149,9 +150,11 @@ SubjectRuns run_subject_runs(const std::string& id, const BenchOptions& o, const
       rec.scaler_skipped_steps += out.scaler_skipped_steps;  // each hazard's search has a scaler of its own
       if (!out.triggered) continue;
       rec.triggered = true;
-      // The weights race's finding came while the inputs and training went on with their turn: its own moment.
-      rec.seconds = import_s + (out.weights_race ? out.seconds_since_start : std::max(0.0, hunt_s - after));
+      // A race's finding came while the inputs (and training) went on with their turn: its own moment.
+      const bool raced = out.weights_race || out.training_race;
+      rec.seconds = import_s + (raced ? out.seconds_since_start : std::max(0.0, hunt_s - after));
       rec.weights_race = out.weights_race;
+      rec.training_race = out.training_race;
       rec.iterations = out.iterations;
       rec.study_count = manifest->expect.study_count(out.iterations);
       rec.finding_class = out.finding_class;
@@ -208,6 +211,7 @@ SubjectResult summarize(const SubjectRuns& s) {
     r.expected_op_hits += rec->expected_op;
     r.weight_search_hits += rec->weight_search;
     r.weights_race_hits += rec->weights_race;
+    r.training_race_hits += rec->training_race;
     if (!rec->replay_error.empty())
       r.error = fmt::format("replaying the witness of run {}: {}", rec->run + 1, rec->replay_error);
     r.replayed += rec->replayed;

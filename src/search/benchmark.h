@@ -29,7 +29,8 @@ struct BenchOptions {
   bool no_weights = false, no_training = false;
   bool stall_rule = false;  // every hunt's stages end when the search stalls (SearchConfig::stall_rule)
   bool craft_early = false;  // crafted training joins when the inputs stall (SearchConfig::craft_early)
-  bool no_race_weights = false;  // no hunt races the weights (SearchConfig::race_weights off)
+  bool no_race_weights = false;   // no hunt races the weights (SearchConfig::race_weights off)
+  bool no_race_training = false;  // nor crafted training (SearchConfig::race_training off)
   std::optional<Precision> precision;  // override every manifest's [numerics] precision (bench --precision)
   std::function<void(const std::string& subject, int run, int runs_done, int runs_total)> on_run;
   // Replays a trigger's witness the way `grist replay` does (the caller writes and reads it): true when the
@@ -66,6 +67,7 @@ struct SubjectResult {
   int expected_op_hits = 0;          // triggers whose producer is the expected op
   int weight_search_hits = 0;        // triggers found once the weights had joined the search
   int weights_race_hits = 0;         // of which by the weights race's twin
+  int training_race_hits = 0;        // and by the training race's
   int by_class[3] = {0, 0, 0};       // triggers by FindingClass
   int replayed = 0, reproduced = 0;  // witnesses replayed, and those whose producer failed again
   // Input- or training-reached triggers of a hazard the interval scan proved safe for what that run did (for
@@ -108,6 +110,7 @@ struct RunRecord {
   bool expected_op = false;         // the producer is the subject's expected op
   bool weight_search = false;       // found once the weights had joined the search
   bool weights_race = false;        // found by the weights race's twin (SearchConfig::race_weights)
+  bool training_race = false;       // found by the training race's twin (SearchConfig::race_training)
   bool contradicted_proof = false;  // see SubjectResult::contradicted_proofs
   bool replayed = false, reproduced = false;
   std::string replay_error;

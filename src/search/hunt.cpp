@@ -20,6 +20,7 @@
 #include "ops/registry.h"
 #include "search/interleave.h"
 #include "search/pretraining.h"
+#include "search/race.h"
 #include "search/search_choices.h"
 #include "search/adam_step.h"
 #include "search/label_choice.h"
@@ -27,7 +28,6 @@
 #include "search/sign_step.h"
 #include "search/switching.h"
 #include "search/training_phases.h"
-#include "search/weights_race.h"
 
 namespace grist {
 
@@ -86,16 +86,26 @@ class TargetSearch {
   void finish_turn() { carry(); }
   // hunt --all's later turns: the inputs alone had theirs, so the search goes beyond them from the start.
   void go_beyond_inputs() { beyond_inputs_ = true; }
-  // The weights race's twin: the weights join at the second iteration (inputs_phase_over), no crafted training (its
-  // findings would be the course's to make), no progress lines.
+  // The races' twins (search/race.h) go beyond the inputs at the second iteration (inputs_phase_over) and make no
+  // progress lines. The weights twin steps the weights, no crafted training (its findings would be the course's or
+  // the training twin's to make); the training twin crafts training batches, steps no weight (the weights twin's
+  // stage) and stops when crafting ends (what the inputs reach after it is the course's).
   void race_the_weights() {
     beyond_inputs_ = true;
-    twin_ = true;
+    twin_ = Twin::Weights;
     cfg_.training_share = 0;
   }
-  // The program's course beside a twin: once the twin has triggered, the course ends where its own weights would
-  // join (what it could still find there is weights-perturbed, as the twin's is, and later).
-  void watch_race(const WeightsRace* race) { race_ = race; }
+  void race_the_training() {
+    beyond_inputs_ = true;
+    twin_ = Twin::Training;
+  }
+  // The program's course beside the twins (null: that twin does not run): once one has triggered, the course ends
+  // where its own search would take that twin's stage (what it could still find there is of the twin's class, and
+  // later).
+  void watch_races(const RaceSignal* weights, const RaceSignal* training) {
+    weights_race_ = weights;
+    training_race_ = training;
+  }
 
  private:
   // Inputs alone (GRIST), then crafted training batches (a model that trains), then the weights themselves.
@@ -169,8 +179,17 @@ class TargetSearch {
   CarriedState* carried_;         // hunt --all: where this turn starts from and what it leaves (null: fresh)
   bool carried_out_ = false;
   bool beyond_inputs_ = false;
-  bool twin_ = false;                   // race_the_weights
-  const WeightsRace* race_ = nullptr;   // watch_race
+  enum class Twin { None, Weights, Training };
+  Twin twin_ = Twin::None;                      // race_the_weights, race_the_training
+  const RaceSignal* weights_race_ = nullptr;    // watch_races
+  const RaceSignal* training_race_ = nullptr;
+  // The course's inputs have had their turn: crafted training or the weights have begun, or crafting would begin
+  // now (the training twin's finding then stands: what crafting reaches is training-reached, and later). Under
+  // craft_early, crafting before the inputs' clock does not count: it may be undone and the inputs go on.
+  bool inputs_had_their_turn(int64_t it, double elapsed, double budget_s) const {
+    if (phase_ == Phase::Inputs) return !stages_begun_ && inputs_phase_over(it, elapsed, budget_s) && can_craft_training();
+    return phase_ == Phase::Weights || !crafting_early_ || past_inputs_clock(it, elapsed);
+  }
   bool stages_begun_ = false;  // crafted training or the weights began: the inputs alone never get a stage again
 
   std::optional<Executor> ex_;
@@ -610,7 +629,7 @@ bool TargetSearch::inputs_clock_over(int64_t it, double elapsed, double budget_s
 bool TargetSearch::inputs_phase_over(int64_t it, double elapsed, double budget_s) const {
   if (phase_ != Phase::Inputs || stages_begun_) return false;
   // The twin waits for the first objective backward: whether data reaches the objective decides the weights' steps.
-  if (twin_ && !objective_backward_ran_) return false;
+  if (twin_ != Twin::None && !objective_backward_ran_) return false;
   if (beyond_inputs_ || (objective_backward_ran_ && !data_reaches_objective_)) return true;
   if (!cfg_.stall_rule) {
     const bool clock_over = inputs_clock_over(it, elapsed, budget_s);
@@ -646,7 +665,15 @@ void TargetSearch::enter_training_phase(int64_t it, double elapsed, double budge
   // and is left as it always was: one attempt, its share counted from here.
   crafting_early_ = cfg_.craft_early && !cfg_.stall_rule && !beyond_inputs_ && data_reaches_objective_ &&
                     !inputs_clock_over(it, elapsed, budget_s);
-  if (crafting_early_) {
+  if (twin_ == Twin::Training) {
+    // The training twin crafts in attempts to the end of its budget, by craft_early's rule with no clock to end
+    // it: an attempt that stalls or fills the witness is undone and tried again once the program's own training
+    // has run as long (crafting from barely trained weights may not reach what crafting from later ones does:
+    // zoo 14, 20).
+    crafting_early_ = true;
+    clock_s_ = training_until_s_ = budget_s;
+    clock_it_ = training_until_it_ = cfg_.max_iterations + 1;
+  } else if (crafting_early_) {
     // Crafting began because the inputs stalled, before their clock ran out: it keeps the stage until the
     // weights would have joined without it (the inputs' clock, then crafting's share of what was left), so that
     // weights-perturbed findings come no sooner than they did.
@@ -1152,9 +1179,16 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
     out.skipped = "the manifest marks no input as data (role = \"data\"): nothing to search";
     return out;
   }
-  if (twin_ && stepped_weights_.empty()) {
+  if (twin_ == Twin::Weights && stepped_weights_.empty()) {
     out.skipped = "the weights race has no weight to step";
     return out;
+  }
+  if (twin_ == Twin::Training) {
+    stepped_weights_.clear();
+    if (!can_craft_training()) {
+      out.skipped = "the training race has no training batch to craft";
+      return out;
+    }
   }
   const auto start = Clock::now();
   auto last_progress = start;
@@ -1191,16 +1225,30 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       out.stopped = fmt::format("the exact weight steps stopped reducing the objective (best {:.6g})", newton_best_);
       break;
     }
-    if (race_ && phase_ == Phase::Weights && race_->found_by(it)) {
+    if (weights_race_ && phase_ == Phase::Weights && weights_race_->found_by(it)) {
       out.iterations = it - 1;
       out.seconds = elapsed;
       out.stopped = "the weights race triggered first, and the inputs and training had had their turn";
       break;
     }
-    if (o_.on_progress && !twin_ && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
+    if (training_race_ && training_race_->found_by(it) && inputs_had_their_turn(it, elapsed, budget_s)) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = "the training race triggered first, and the inputs had had their turn";
+      break;
+    }
+    // The course crafts from its first iteration where no data input reaches the objective: nothing to race.
+    if (twin_ == Twin::Training && objective_backward_ran_ && !data_reaches_objective_) {
+      out.iterations = it - 1;
+      out.seconds = elapsed;
+      out.stopped = "no data input reaches the objective: the course crafts training batches from its start";
+      break;
+    }
+    if (o_.on_progress && twin_ == Twin::None && (it == 1 || seconds_between(last_progress, Clock::now()) >= 0.1)) {
       last_progress = Clock::now();
       o_.on_progress(Progress{index, count, target_.label(), it, elapsed, budget_s, objective_,
-                              race_ && race_->found_by(it)});
+                              weights_race_ && weights_race_->found_by(it),
+                              training_race_ && training_race_->found_by(it)});
     }
     iteration_ = it;
     GRIST_TRY(data_->redraw(batch_));
@@ -1267,6 +1315,12 @@ Result<HazardOutcome> TargetSearch::run(double budget_s, int index, int count) {
       begin_crafting(it, elapsed, out);
     }
     if (training_phase_over(it, elapsed) && !hand_back_crafting(it, elapsed, out)) {
+      if (twin_ == Twin::Training) {
+        out.iterations = it;
+        out.seconds = seconds_between(start, Clock::now());
+        out.stopped = "crafted training had its share without reaching it";
+        break;
+      }
       if (!stepped_weights_.empty()) {
         enter_weights_phase(it, elapsed, budget_s, out);
       } else {
@@ -1485,54 +1539,75 @@ bool races_weights(const HuntOptions& o) {
   return c.race_weights && !c.faithful && c.weight_change > 0 && steps_inputs(c.variant);
 }
 
-// SearchConfig::race_weights: the course and its twin (search/weights_race.h), on two threads, or one after the
-// other under max_iterations, where the race is judged in iterations. Each search has its own executor, copy of the
-// data and generator; the graph, the sites and the loaded rows are only read, and a hunt's kernels run on the
-// calling thread (util/thread_pool.h): the two threads write nothing they share but the race's flag.
-Result<HazardOutcome> run_weights_race(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites,
-                                       const HazardSite& site, const Dataset& data, const Checkpoint* checkpoint,
-                                       double budget_s, int index, int count) {
-  WeightsRace race;
-  race.by_iterations = o.manifest.search.max_iterations > 0;
+// The training twin crafts what the course would (TargetSearch::can_craft_training, as far as the manifest tells).
+bool races_training(const HuntOptions& o) {
+  const Manifest& m = o.manifest;
+  const SearchConfig& c = m.search;
+  return c.race_training && !c.faithful && steps_inputs(c.variant) && m.train.enabled && m.train.phases.empty() &&
+         !m.loss.empty() && c.training_share > 0 && c.training_s > 0;
+}
+
+// SearchConfig::race_weights, race_training: the course and its twins (search/race.h). The twins run one after the
+// other on a second thread, the weights twin first (its findings come in a few iterations where they come at all;
+// crafting takes longer), or, under max_iterations, both before the course, the races then judged in iterations.
+// Each search has its own executor, copy of the data and generator; the graph, the sites and the loaded rows are
+// only read, and a hunt's kernels run on the calling thread (util/thread_pool.h): the threads write nothing they
+// share but the races' flags.
+Result<HazardOutcome> run_races(const Graph& g, const HuntOptions& o, const std::vector<HazardSite>& sites,
+                                const HazardSite& site, const Dataset& data, const Checkpoint* checkpoint,
+                                double budget_s, int index, int count) {
+  const bool by_iterations = o.manifest.search.max_iterations > 0;
+  RaceSignal weights_signal, training_signal;
+  weights_signal.by_iterations = training_signal.by_iterations = by_iterations;
   std::atomic<bool> course_done{false};
   HuntOptions twin_options = o;
   twin_options.on_progress = nullptr;
   twin_options.stop_requested = [&] { return course_done.load() || (o.stop_requested && o.stop_requested()); };
-  TargetSearch twin(g, twin_options, sites, site, data, checkpoint);
-  twin.race_the_weights();
+  std::optional<TargetSearch> weights_twin, training_twin;
+  if (races_weights(o)) weights_twin.emplace(g, twin_options, sites, site, data, checkpoint).race_the_weights();
+  if (races_training(o)) training_twin.emplace(g, twin_options, sites, site, data, checkpoint).race_the_training();
   TargetSearch course(g, o, sites, site, data, checkpoint);
-  course.watch_race(&race);
-  Result<HazardOutcome> twin_out = make_error("the weights race did not run");
-  auto run_twin = [&] {
+  course.watch_races(weights_twin ? &weights_signal : nullptr, training_twin ? &training_signal : nullptr);
+  Result<HazardOutcome> weights_out = HazardOutcome{}, training_out = HazardOutcome{};
+  const auto start = Clock::now();
+  auto run_twin = [&](TargetSearch& twin, RaceSignal& signal, Result<HazardOutcome>& out, std::string_view name) {
     try {
-      twin_out = twin.run(budget_s, index, count);
+      // On the thread, the training twin, after the weights twin, ends with the course's budget.
+      const double left = by_iterations ? budget_s : std::max(0.0, budget_s - seconds_between(start, Clock::now()));
+      out = twin.run(left, index, count);
     } catch (const std::exception& e) {
-      twin_out = make_error("the weights race: {}", e.what());
+      out = make_error("the {} race: {}", name, e.what());
     }
-    if (twin_out && twin_out->triggered) {
-      race.found_at_iteration = twin_out->iterations;
-      race.found.store(true);
+    if (out && out->triggered) {
+      signal.found_at_iteration = out->iterations;
+      signal.found.store(true);
     }
   };
+  auto run_twins = [&] {
+    if (weights_twin) run_twin(*weights_twin, weights_signal, weights_out, "weights");
+    if (training_twin && !course_done.load()) run_twin(*training_twin, training_signal, training_out, "training");
+  };
   Result<HazardOutcome> course_out = make_error("the search did not run");
-  if (race.by_iterations) {
-    run_twin();
+  if (by_iterations) {
+    run_twins();
     course_out = course.run(budget_s, index, count);
   } else {
-    std::thread twin_thread(run_twin);
+    std::thread twins_thread(run_twins);
     try {
       course_out = course.run(budget_s, index, count);
     } catch (...) {
       course_done.store(true);
-      twin_thread.join();
+      twins_thread.join();
       throw;
     }
     course_done.store(true);
-    twin_thread.join();
+    twins_thread.join();
   }
   if (!course_out) return course_out.error();
-  if (!twin_out) return twin_out.error();
-  return settle_weights_race(std::move(course_out).value(), std::move(twin_out).value(), race.by_iterations);
+  if (!weights_out) return weights_out.error();
+  if (!training_out) return training_out.error();
+  HazardOutcome settled = settle_training_race(std::move(course_out).value(), std::move(training_out).value(), by_iterations);
+  return settle_weights_race(std::move(settled), std::move(weights_out).value(), by_iterations);
 }
 
 }  // namespace
@@ -1623,9 +1698,9 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
     const double budget = std::max(0.0, left * plan[i].share / shares_left);
     const Checkpoint* resumed_from = checkpoint ? &*checkpoint : nullptr;
-    auto outcome = races_weights(o)
-                       ? run_weights_race(g, o, report.hazards, *plan[i].site, *data, resumed_from, budget,
-                                          static_cast<int>(i) + 1, static_cast<int>(plan.size()))
+    auto outcome = races_weights(o) || races_training(o)
+                       ? run_races(g, o, report.hazards, *plan[i].site, *data, resumed_from, budget,
+                                   static_cast<int>(i) + 1, static_cast<int>(plan.size()))
                        : TargetSearch(g, o, report.hazards, *plan[i].site, *data, resumed_from)
                              .run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();

@@ -47,7 +47,8 @@ struct Progress {
   double elapsed_s = 0;   // in this hazard's search
   double budget_s = 0;    // this hazard's share of the time limit
   double objective = 0;   // the last objective value
-  bool race_triggered = false;  // SearchConfig::race_weights: the twin has a weights-perturbed finding
+  bool race_triggered = false;           // SearchConfig::race_weights: the twin has a weights-perturbed finding
+  bool training_race_triggered = false;  // SearchConfig::race_training: the twin has a training-reached finding
 };
 
 struct HuntReport;
@@ -143,7 +144,10 @@ struct HazardOutcome {
   // beside the program's course, which ran `course_iterations` without an input- or training-reached one).
   // `race_iterations` > 0: the race triggered first, weights-perturbed, at that iteration (after race_seconds),
   // but the course then reached this finding, of a better class, which is reported instead.
+  // SearchConfig::race_training. `training_race`: this finding is the training twin's (crafted training from
+  // `training_from` beside the course, which ran `course_iterations` without an input-reached one).
   bool weights_race = false;
+  bool training_race = false;
   int64_t course_iterations = 0;
   double race_seconds = 0;
   int64_t race_iterations = 0;

@@ -54,7 +54,9 @@ TEST(FindingClass, InputsAloneAndTheProgramsOwnTrainingNeverBreakTheToy) {
 
 TEST(FindingClass, CraftedTrainingBatchesReachTheToysFailureAndSaySo) {
   Loaded l = load("crafted_training_toy");
-  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
+  Manifest m = toy_manifest(l, true);
+  m.search.race_training = false;  // the course's crafting, at the inputs' clock
+  HazardOutcome o = hunt_first(l.graph, m);
   ASSERT_TRUE(o.triggered);
   EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
   EXPECT_EQ(o.strategy, "grist+training");
@@ -243,6 +245,7 @@ TEST(FindingClass, CraftEarlyStartsCraftedTrainingWhenTheInputsStall) {
   Loaded l = load("crafted_training_toy");
   Manifest m = toy_manifest(l, true);
   m.search.craft_early = true;
+  m.search.race_training = false;  // the course's own crafting
   HazardOutcome o = hunt_first(l.graph, m);
   ASSERT_TRUE(o.triggered);
   EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
@@ -363,6 +366,7 @@ TEST(FindingClass, TheWeightsRaceLeavesATrainingReachedFindingToTheCourse) {
   Manifest m = toy_manifest(l, true);
   m.search.weight_change = 0.6;
   m.search.race_weights = true;
+  m.search.race_training = false;  // the course's crafting, not the training race's
   HazardOutcome o = hunt_first(l.graph, m);
   ASSERT_TRUE(o.triggered);
   EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
@@ -385,3 +389,63 @@ TEST(FindingClass, TheWeightsRaceRunsOnASecondThreadOnATimedBudget) {
   expect_the_twins_finding(l, o);
   EXPECT_GT(o.course_iterations, o.iterations);
 }
+
+// The training race (SearchConfig::race_training), judged in iterations under max_iterations: its twin crafts from
+// the second iteration and reaches the toy's failure after the same four crafted steps the course takes from its
+// clock (iteration 51); the course ends there, and the twin's training-reached finding, 45 iterations sooner, is
+// reported. Its witness replays the four steps from the weights after the program's first step (w = 1: its loss on
+// x = y is 0).
+TEST(FindingClass, TheTrainingRaceReachesACraftedFailureBeforeTheInputsClock) {
+  Loaded l = load("crafted_training_toy");
+  HazardOutcome o = hunt_first(l.graph, toy_manifest(l, true));
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_TRUE(o.training_race);
+  EXPECT_FALSE(o.weights_race);
+  EXPECT_EQ(o.training_from, 2);
+  EXPECT_EQ(o.iterations, 6);
+  EXPECT_EQ(o.course_iterations, 50);  // it stopped where its own crafting would have begun
+  ASSERT_EQ(o.witness.weights.count("w"), 1u);
+  EXPECT_FLOAT_EQ(o.witness.weights.at("w").data<float>()[0], 1.0f);
+  expect_witness_replays(l, o, 4);
+}
+
+// ... and never takes an input-reached finding away: with labels y = 1.6·x the program's own training (lr 0.05)
+// carries w past 1.5 by itself, and with the inputs at x = 1 the log fails at iteration 21, before the inputs'
+// clock; crafting from the start gets there sooner (training-reached at iteration 12, as a search that crafts at
+// once shows), but the course's finding, of the better class, is the one reported.
+TEST(FindingClass, TheTrainingRaceLeavesAnInputReachedFindingToTheCourse) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.train.optimizer.lr = 0.05;
+  Tensor& y = m.inputs.at("y").values;
+  ASSERT_EQ(y.dtype(), DType::Float64);  // as written
+  for (int64_t i = 0; i < y.numel(); ++i) y.data<double>()[i] *= 1.6;
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_EQ(o.finding_class, FindingClass::InputReached);
+  EXPECT_FALSE(o.training_race);
+  EXPECT_EQ(o.iterations, 21);
+  m.search.race_training = false;
+  m.search.weights_after = 0;  // crafting from the first iterations, as the twin does
+  HazardOutcome crafted_at_once = hunt_first(l.graph, m);
+  ASSERT_TRUE(crafted_at_once.triggered);
+  EXPECT_EQ(crafted_at_once.finding_class, FindingClass::TrainingReached);
+  EXPECT_EQ(crafted_at_once.iterations, 12);
+}
+
+// On a time budget the training twin runs on the second thread, after the weights twin (none here: the toy's
+// manifest searches no weight), beside the course, which ends at its inputs' clock (a quarter of 2 s).
+TEST(FindingClass, TheTrainingRaceRunsOnASecondThreadOnATimedBudget) {
+  Loaded l = load("crafted_training_toy");
+  Manifest m = toy_manifest(l, true);
+  m.search.max_iterations = 0;
+  m.search.time_limit = 2.0 / 60;  // minutes
+  HazardOutcome o = hunt_first(l.graph, m);
+  ASSERT_TRUE(o.triggered);
+  EXPECT_TRUE(o.training_race);
+  EXPECT_EQ(o.finding_class, FindingClass::TrainingReached);
+  EXPECT_GT(o.course_iterations, o.iterations);
+  expect_witness_replays(l, o, static_cast<int64_t>(o.witness.training.size()));
+}
+
