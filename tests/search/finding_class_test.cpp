@@ -449,3 +449,40 @@ TEST(FindingClass, TheTrainingRaceRunsOnASecondThreadOnATimedBudget) {
   expect_witness_replays(l, o, static_cast<int64_t>(o.witness.training.size()));
 }
 
+// Of the divisors that no data input reaches, the one nearest zero at the initial weights is hunted first (one
+// forward pass decides): exact weight steps settle such hazards fast, but those that cannot reach zero take
+// seconds each to give up (zoo 28a). Here 8·w comes first in the execution order and 0.001·w first in the plan.
+TEST(HuntPlan, OfTheWeightOnlyDivisorsTheNearestZeroAtTheStartIsHuntedFirst) {
+  Loaded l = load("crafted_training_toy");
+  Graph g = GraphBuilder()
+                .input("x", DType::Float32, {4, 1})
+                .input("y", DType::Float32, {4, 1})
+                .constant("w", Tensor::from<float>({1}, {1.0f}))
+                .constant("far", Tensor::from<float>({2}, {8.0f, 9.0f}))
+                .constant("near", Tensor::from<float>({2}, {0.001f, 0.002f}))
+                .node("Mul", {"x", "w"}, {"p"})
+                .node("Sub", {"p", "y"}, {"d"})
+                .node("Mul", {"d", "d"}, {"sq"})
+                .node("ReduceMean", {"sq"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+                .node("Mul", {"w", "far"}, {"a"})
+                .node("Mul", {"w", "near"}, {"b"})
+                .node("Div", {"x", "a"}, {"ratio_far"})
+                .node("Div", {"x", "b"}, {"ratio_near"})
+                .output("loss")
+                .output("ratio_far")
+                .output("ratio_near")
+                .build();
+  Manifest m = toy_manifest(l, true);
+  m.target.clear();
+  m.search.weight_change = 0.01;
+  HuntOptions o;
+  o.manifest = m;
+  o.batch_size = 4;
+  auto r = hunt(g, o);
+  ASSERT_TRUE(r.is_ok()) << r.message();
+  ASSERT_FALSE(r->outcomes.empty());
+  ASSERT_EQ(r->hazards.size(), 2u);  // in the execution order: 8·w, then 0.001·w
+  EXPECT_EQ(g.value(r->hazards[0].objective_value).name, "a");
+  EXPECT_EQ(g.value(r->hazards[1].objective_value).name, "b");
+  EXPECT_EQ(r->outcomes.front().site.id, r->hazards[1].id);  // hunted first
+}
