@@ -33,6 +33,19 @@ HazardOutcome hunt_first(const Graph& g, Manifest m) {
   return r->outcomes.empty() ? HazardOutcome{} : r->outcomes.front();
 }
 
+// The toy's regression, loss = mean((x·w − y)²) with w = 1, for graphs that add hazards of their own to it.
+GraphBuilder toy_regression() {
+  GraphBuilder b;
+  b.input("x", DType::Float32, {4, 1})
+      .input("y", DType::Float32, {4, 1})
+      .constant("w", Tensor::from<float>({1}, {1.0f}))
+      .node("Mul", {"x", "w"}, {"p"})
+      .node("Sub", {"p", "y"}, {"d"})
+      .node("Mul", {"d", "d"}, {"sq"})
+      .node("ReduceMean", {"sq"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}});
+  return b;
+}
+
 // tests/models/crafted_training_toy: log(1.5 − x·w) with x ≤ 1 and w = 1, trained towards y ≈ x ≈ 0.95.
 Manifest toy_manifest(const Loaded& l, bool craft) {
   Manifest m = l.manifest;
@@ -279,14 +292,7 @@ TEST(FindingClass, CraftEarlyKeepsTheWeightsClock) {
 // against 6 s, session 15).
 TEST(FindingClass, CraftEarlyLeavesTheClockOfAWeightOnlyDivisorAlone) {
   Loaded l = load("crafted_training_toy");
-  Graph g = GraphBuilder()
-                .input("x", DType::Float32, {4, 1})
-                .input("y", DType::Float32, {4, 1})
-                .constant("w", Tensor::from<float>({1}, {1.0f}))
-                .node("Mul", {"x", "w"}, {"p"})
-                .node("Sub", {"p", "y"}, {"d"})
-                .node("Mul", {"d", "d"}, {"sq"})
-                .node("ReduceMean", {"sq"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
+  Graph g = toy_regression()
                 .node("Div", {"x", "w"}, {"ratio"})
                 .output("loss")
                 .output("ratio")
@@ -454,16 +460,9 @@ TEST(FindingClass, TheTrainingRaceRunsOnASecondThreadOnATimedBudget) {
 // seconds each to give up (zoo 28a). Here 8·w comes first in the execution order and 0.001·w first in the plan.
 TEST(HuntPlan, OfTheWeightOnlyDivisorsTheNearestZeroAtTheStartIsHuntedFirst) {
   Loaded l = load("crafted_training_toy");
-  Graph g = GraphBuilder()
-                .input("x", DType::Float32, {4, 1})
-                .input("y", DType::Float32, {4, 1})
-                .constant("w", Tensor::from<float>({1}, {1.0f}))
+  Graph g = toy_regression()
                 .constant("far", Tensor::from<float>({2}, {8.0f, 9.0f}))
                 .constant("near", Tensor::from<float>({2}, {0.001f, 0.002f}))
-                .node("Mul", {"x", "w"}, {"p"})
-                .node("Sub", {"p", "y"}, {"d"})
-                .node("Mul", {"d", "d"}, {"sq"})
-                .node("ReduceMean", {"sq"}, {"loss"}, {{"keepdims", grist::testing::attr_int(0)}})
                 .node("Mul", {"w", "far"}, {"a"})
                 .node("Mul", {"w", "near"}, {"b"})
                 .node("Div", {"x", "a"}, {"ratio_far"})
