@@ -187,7 +187,8 @@ class TargetSearch {
   // now (the training twin's finding then stands: what crafting reaches is training-reached, and later). Under
   // craft_early, crafting before the inputs' clock does not count: it may be undone and the inputs go on.
   bool inputs_had_their_turn(int64_t it, double elapsed, double budget_s) const {
-    if (phase_ == Phase::Inputs) return !stages_begun_ && inputs_phase_over(it, elapsed, budget_s) && can_craft_training();
+    if (phase_ == Phase::Inputs)
+      return !stages_begun_ && inputs_phase_over(it, elapsed, budget_s) && can_craft_training();
     return phase_ == Phase::Weights || !crafting_early_ || past_inputs_clock(it, elapsed);
   }
   bool stages_begun_ = false;  // crafted training or the weights began: the inputs alone never get a stage again
@@ -1648,7 +1649,8 @@ Result<HazardOutcome> run_races(const Graph& g, const HuntOptions& o, const std:
   if (!course_out) return course_out.error();
   if (!weights_out) return weights_out.error();
   if (!training_out) return training_out.error();
-  HazardOutcome settled = settle_training_race(std::move(course_out).value(), std::move(training_out).value(), by_iterations);
+  HazardOutcome settled =
+      settle_training_race(std::move(course_out).value(), std::move(training_out).value(), by_iterations);
   return settle_weights_race(std::move(settled), std::move(weights_out).value(), by_iterations);
 }
 
