@@ -353,7 +353,7 @@ void add_hunt_command(CLI::App& app, Action& action) {
                 "do not race crafted training: by default, for a model that trains, the second thread then crafts "
                 "training batches from the second iteration, so that a training-reached finding comes as soon as "
                 "crafted training reaches the failure instead of after the inputs' clock; the inputs keep their "
-                "turn, and an input-reached finding they reach before it is the one reported (docs/RESULTS.md, "
+                "clock, and an input-reached finding they reach is the one reported, however late (docs/RESULTS.md, "
                 "session 19)");
   cmd->add_flag("--craft-early", f->craft_early,
                 "for a model that trains, crafted training batches join once the inputs' objective stalls (no "
