@@ -128,10 +128,14 @@ std::string outcome_text(const Graph& g, const HuntReport& r, const HazardOutcom
     out += fmt::format("  race: the weights race found it (weights stepped from iteration {}, on a second thread); the "
                        "inputs and training, beside it, had reached nothing of their own in {} iterations\n",
                        o.weights_from, o.course_iterations);
+  // The training twin's finding after its crafted attempts were undone is its own inputs' and training's.
   if (o.training_race)
-    out += fmt::format("  race: the training race found it (crafted training batches from iteration {}, on a second "
-                       "thread); the inputs, beside it, had reached nothing of their own in {} iterations\n",
-                       o.training_from, o.course_iterations);
+    out += fmt::format("  race: the training race found it ({}, on a second thread); the inputs, beside it, had "
+                       "reached nothing of their own in {} iterations\n",
+                       o.training_from > 0 ? fmt::format("crafted training batches from iteration {}", o.training_from)
+                                           : std::string("by its inputs and the program's own training, its crafted "
+                                                         "attempts undone"),
+                       o.course_iterations);
   if (o.race_iterations > 0)
     out += fmt::format("  race: the weights race triggered first, weights-perturbed after {:.3f} s (iteration {}); "
                        "this finding of a better class is reported instead\n",

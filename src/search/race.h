@@ -3,7 +3,7 @@
 // later stages from the second iteration: the weights twin steps the weights, then the training twin crafts
 // training batches. A weights-perturbed finding then comes as soon as the weights alone can reach the failure,
 // not after the clocks (zoo 49b: 0.6 s against 32 s), a training-reached one as soon as crafted training does
-// (zoo 14: ~1 s against 10 s), while the course keeps its turn for the input-reached finding that a search going
+// (zoo 14: ~5 s against 10 s), while the course keeps its turn for the input-reached finding that a search going
 // beyond the inputs first would take away from a model whose own training fails (zoo 40-42).
 #pragma once
 
@@ -34,8 +34,8 @@ struct RaceSignal {
 HazardOutcome settle_weights_race(HazardOutcome course, HazardOutcome twin, bool by_iterations);
 
 // The same between the course and the training twin: the course's when it is input-reached (however late), or
-// training-reached and first; the twin's training-reached finding over the course's weights-perturbed one or none.
-// The twin's is marked training_race.
+// training-reached and first; else the twin's (training-reached, or input-reached once its crafted attempts were
+// undone), over the course's weights-perturbed one or none. The twin's is marked training_race.
 HazardOutcome settle_training_race(HazardOutcome course, HazardOutcome twin, bool by_iterations);
 
 }  // namespace grist
