@@ -323,11 +323,7 @@ class TargetSearch {
 };
 
 Status TargetSearch::setup() {
-  ExecutorOptions eo;
-  eo.flush_denormals = m_.ftz;
-  eo.precision = m_.precision;
-  eo.seed = cfg_.seed;
-  auto ex = Executor::create(g_, eo);
+  auto ex = Executor::create(g_, program_executor_options(m_));
   if (!ex) return ex.error();
   ex_.emplace(std::move(ex).value());
   data_.emplace(fresh_data_);
@@ -1447,11 +1443,7 @@ bool inputs_stay_in_scan_ranges(const Dataset& data) {
 std::map<const HazardSite*, double> initial_objectives(const Graph& g, const HuntOptions& o, const Dataset& data,
                                                        const std::vector<const HazardSite*>& sites) {
   std::map<const HazardSite*, double> objectives;
-  ExecutorOptions eo;
-  eo.flush_denormals = o.manifest.ftz;
-  eo.precision = o.manifest.precision;
-  eo.seed = o.manifest.search.seed;
-  auto ex = Executor::create(g, eo);
+  auto ex = Executor::create(g, program_executor_options(o.manifest));
   Dataset first(data);
   Batch batch;
   if (!ex || !first.next_batch(batch)) return objectives;

@@ -13,11 +13,7 @@ namespace grist {
 Result<Checkpoint> pretrain(const Graph& g, const Manifest& m, const Dataset& loaded, int64_t steps,
                             const Checkpoint* from) {
   GRIST_CHECK(m.train.enabled, "{}: train.pretrain_steps needs an optimizer", m.path);
-  ExecutorOptions eo;
-  eo.flush_denormals = m.ftz;
-  eo.precision = m.precision;
-  eo.seed = m.search.seed;
-  auto ex = Executor::create(g, eo);
+  auto ex = Executor::create(g, program_executor_options(m));
   if (!ex) return ex.error();
   std::optional<Dataset> data(loaded);  // copies share the rows
   auto params = trained_params(g, m);

@@ -4,6 +4,14 @@
 
 namespace grist {
 
+ExecutorOptions program_executor_options(const Manifest& m) {
+  ExecutorOptions eo;
+  eo.flush_denormals = m.ftz;
+  eo.precision = m.precision;
+  eo.seed = m.search.seed;
+  return eo;
+}
+
 Result<std::vector<ValueId>> trained_params(const Graph& g, const Manifest& m) {
   std::vector<ValueId> params;
   if (m.train.all_params) {

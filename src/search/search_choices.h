@@ -7,10 +7,15 @@
 
 #include "analysis/hazards.h"
 #include "config/manifest.h"
+#include "engine/executor.h"
 #include "graph/graph.h"
 #include "util/status.h"
 
 namespace grist {
+
+// The program's numerics as the manifest states them (ftz, precision) and the search's seed: what every pass
+// of the hunt runs under.
+ExecutorOptions program_executor_options(const Manifest& m);
 
 // train.params: every float initializer ("all"), or the named ones (each must be an initializer).
 Result<std::vector<ValueId>> trained_params(const Graph& g, const Manifest& m);
