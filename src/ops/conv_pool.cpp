@@ -560,11 +560,49 @@ void im2col(const T* image, int64_t channels, const WindowGeometry& g, Tensor& s
   });
 }
 
+// col2im in 2-D straight into the image, as im2col_2d reads it: per (channel, kernel offset) row, each output row
+// inside the image adds the columns inside (their range worked out once per kernel column) to its image row. The
+// general path zeroed a padded copy of the image, added every row into it through strided block maps, then added
+// the copy to the image: the MNIST CNN's 5×5 data gradient spent 5 % of a training step there. Each image value
+// still receives its terms in kernel-offset order.
+template <class T>
+void col2im_2d(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
+  const int64_t h = g.image[0], w = g.image[1], oh_count = g.grid[0], ow_count = g.grid[1], sw = g.stride[1];
+  struct Columns {
+    int64_t first, lo, hi;
+  };
+  std::array<Columns, kMaxIm2colKernelWidth> columns;
+  for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+    Columns& cr = columns[static_cast<size_t>(kw)];
+    cr.first = kw * g.dilation[1] - g.pad_begin[1];
+    valid_range(cr.first, sw, w, ow_count, cr.lo, cr.hi);
+  }
+  const T* row = col;
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
+      for (int64_t kw = 0; kw < g.kernel[1]; ++kw, row += oh_count * ow_count) {
+        const Columns& cr = columns[static_cast<size_t>(kw)];
+        const int64_t ih0 = kh * g.dilation[0] - g.pad_begin[0];
+        int64_t lo = 0, hi = 0;
+        valid_range(ih0, g.stride[0], h, oh_count, lo, hi);
+        for (int64_t oh = lo; oh < hi; ++oh) {
+          T* dst = image + (c * h + ih0 + oh * g.stride[0]) * w + cr.first;
+          const T* src = row + oh * ow_count;
+          if (sw == 1) {
+            for (int64_t q = cr.lo; q < cr.hi; ++q) dst[q] += src[q];
+          } else {
+            for (int64_t q = cr.lo; q < cr.hi; ++q) dst[q * sw] += src[q];
+          }
+        }
+      }
+}
+
 // The adjoint of im2col: image[c, p·stride − pad + k·dilation] += col[c·K + k, p]. Adds to `image`.
 template <class T>
 void col2im(const T* col, int64_t channels, const WindowGeometry& g, Tensor& scratch, T* image) {
   const int64_t grid_size = g.grid_size();
   if (grid_size == 0) return;
+  if (g.rank == 2 && g.kernel[1] <= kMaxIm2colKernelWidth) return col2im_2d(col, channels, g, image);
   const auto planes = window_planes<T>(image, channels, g, false, scratch);
   for_each_column_row(planes, channels, g, [&](T* plane, const SpatialArray& step, int64_t row) {
     move_row<true>(plane, step, g, col + row * grid_size);
@@ -706,7 +744,7 @@ T* scratch(NodeState& state, size_t slot, int64_t rows, int64_t cols) {
 
 // Where one (batch item, group) block starts in the image tensor, the grid tensor and the weights.
 struct ConvBlock {
-  int64_t group, image_offset, grid_offset, weight_offset;
+  int64_t item, group, image_offset, grid_offset, weight_offset;
 };
 
 template <class F>
@@ -716,7 +754,7 @@ void for_each_block(const ConvShape& cs, F&& f) {
   const int64_t weight_block = cs.grid_channels * cs.col_rows();
   for (int64_t n = 0; n < cs.batch; ++n)
     for (int64_t g = 0; g < cs.groups; ++g)
-      f(ConvBlock{g, (n * cs.groups + g) * image_block, (n * cs.groups + g) * grid_block, g * weight_block});
+      f(ConvBlock{n, g, (n * cs.groups + g) * image_block, (n * cs.groups + g) * grid_block, g * weight_block});
 }
 
 // Grids of at most this many points (the deep layers of a CNN at small inputs: 2×2, 3×3) take the dot-product
@@ -828,18 +866,51 @@ void image_to_grid(const ConvShape& cs, const T* image, const T* w, const T* bia
   });
 }
 
+// The backward products below run on tile_product, as the forward's do, where the grid block it reads (grid_channels
+// × P) fits tile_product's budget: Eigen's GEMM packed Wᵀ afresh for every batch item and ran the MNIST CNN's
+// backward at a third of the forward's speed (docs/PERFORMANCE.md, session 20). Larger blocks keep Eigen's GEMM.
+template <class T>
+bool tiled_backward(const ConvShape& cs) {
+  return cs.grid_channels * cs.geom.grid_size() * static_cast<int64_t>(sizeof(T)) <= kTileProductBytes;
+}
+
+// Each group's weights (grid_channels × K) transposed to K × grid_channels, in scratch slot `slot`.
+template <class T>
+const T* transposed_weights(const ConvShape& cs, const T* w, NodeState& state, size_t slot) {
+  const int64_t k = cs.col_rows(), m = cs.grid_channels;
+  T* wt = scratch<T>(state, slot, cs.groups * k, m);
+  for (int64_t g = 0; g < cs.groups; ++g)
+    MatrixMap<T>(wt + g * k * m, k, m) = ConstMatrixMap<T>(w + g * m * k, m, k).transpose();
+  return wt;
+}
+
 // grid → image: image = bias + col2im(Wᵀ (K × grid_channels) · grid). The ConvTranspose forward and
 // (without bias) the Conv data gradient. `bias` has one value per image channel.
 template <class T>
 void grid_to_image(const ConvShape& cs, const T* grid, const T* w, const T* bias, NodeState& state, T* image) {
-  const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
+  const int64_t k = cs.col_rows(), p = cs.geom.grid_size(), m = cs.grid_channels;
   const bool pointwise = cs.geom.is_pointwise();
   T* col = pointwise ? nullptr : scratch<T>(state, 1, k, p);
+  const T* wt = tiled_backward<T>(cs) ? transposed_weights(cs, w, state, 4) : nullptr;
   for_each_block(cs, [&](const ConvBlock& b) {
     T* y = image + b.image_offset;
-    fill_channels(bias ? bias + b.group * cs.image_channels : nullptr, cs.image_channels, cs.geom.image_size(), y);
-    auto product = ConstMatrixMap<T>(w + b.weight_offset, cs.grid_channels, k).transpose() *
-                   ConstMatrixMap<T>(grid + b.grid_offset, cs.grid_channels, p);
+    const T* group_bias = bias ? bias + b.group * cs.image_channels : nullptr;
+    if (wt) {
+      // Pointwise, the product is the image (K = image channels), started from the bias; else the column matrix.
+      T* out = pointwise ? y : col;
+      const T* start = pointwise ? group_bias : nullptr;
+      parallel_for(k, grain_for(m * p), [&](int64_t, int64_t r0, int64_t r1) {
+        tile_product(wt + b.weight_offset + r0 * m, grid + b.grid_offset, p, r1 - r0, m, p, start_rows(start, r0),
+                     out + r0 * p, p);
+      });
+      if (pointwise) return;
+      fill_channels(group_bias, cs.image_channels, cs.geom.image_size(), y);
+      col2im(col, cs.image_channels, cs.geom, state.slot(2), y);
+      return;
+    }
+    fill_channels(group_bias, cs.image_channels, cs.geom.image_size(), y);
+    auto product = ConstMatrixMap<T>(w + b.weight_offset, m, k).transpose() *
+                   ConstMatrixMap<T>(grid + b.grid_offset, m, p);
     if (pointwise) {
       MatrixMap<T>(y, k, p).noalias() += product;
     } else {
@@ -849,22 +920,42 @@ void grid_to_image(const ConvShape& cs, const T* grid, const T* w, const T* bias
   });
 }
 
-// dW (grid_channels × K) = Σ_n grid[n] · im2col(image[n])ᵀ: the weight gradient of both ops.
+// dW (grid_channels × K) = Σ_n grid[n] · im2col(image[n])ᵀ: the weight gradient of both ops. Tiled, each group's dWᵀ
+// (K × grid_channels) = Σ_n im2col(image[n]) · grid[n]ᵀ: the column matrix is read as im2col writes it, grid[n]
+// transposed (grid_channels × P values, a small copy beside the product's K times as many multiply-adds), each
+// item's product summed apart and added to the items' before it, and dW transposed back once at the end.
 template <class T>
 void weight_gradient(const ConvShape& cs, const T* image, const T* grid, NodeState& state, T* dw, int64_t w_numel) {
-  const int64_t k = cs.col_rows(), p = cs.geom.grid_size();
+  const int64_t k = cs.col_rows(), p = cs.geom.grid_size(), m = cs.grid_channels;
   const bool pointwise = cs.geom.is_pointwise();
   T* col = pointwise ? nullptr : scratch<T>(state, 0, k, p);
-  std::fill_n(dw, w_numel, T(0));
+  const bool tiled = tiled_backward<T>(cs) && cs.batch > 0;
+  T* dwt = tiled ? scratch<T>(state, 5, cs.groups * k, m) : nullptr;
+  T* grid_t = tiled ? scratch<T>(state, 6, p, m) : nullptr;
+  T* item_dwt = tiled && cs.batch > 1 ? scratch<T>(state, 7, k, m) : nullptr;
+  if (!tiled) std::fill_n(dw, w_numel, T(0));
   for_each_block(cs, [&](const ConvBlock& b) {
     const T* cols = image + b.image_offset;
     if (!pointwise) {
       im2col(cols, cs.image_channels, cs.geom, state.slot(2), col);
       cols = col;
     }
-    MatrixMap<T>(dw + b.weight_offset, cs.grid_channels, k).noalias() +=
-        ConstMatrixMap<T>(grid + b.grid_offset, cs.grid_channels, p) * ConstMatrixMap<T>(cols, k, p).transpose();
+    if (tiled) {
+      MatrixMap<T>(grid_t, p, m) = ConstMatrixMap<T>(grid + b.grid_offset, m, p).transpose();
+      T* group_dwt = dwt + b.weight_offset;
+      T* out = b.item == 0 ? group_dwt : item_dwt;
+      parallel_for(k, grain_for(m * p), [&](int64_t, int64_t r0, int64_t r1) {
+        tile_product(cols + r0 * p, grid_t, m, r1 - r0, p, m, static_cast<const T*>(nullptr), out + r0 * m, m);
+      });
+      if (b.item > 0) MatrixMap<T>(group_dwt, k, m) += ConstMatrixMap<T>(item_dwt, k, m);
+      return;
+    }
+    MatrixMap<T>(dw + b.weight_offset, m, k).noalias() +=
+        ConstMatrixMap<T>(grid + b.grid_offset, m, p) * ConstMatrixMap<T>(cols, k, p).transpose();
   });
+  if (!tiled) return;
+  for (int64_t g = 0; g < cs.groups; ++g)
+    MatrixMap<T>(dw + g * m * k, m, k) = ConstMatrixMap<T>(dwt + g * k * m, k, m).transpose();
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -250,6 +250,48 @@ TEST(ConvGradient, OneDimensionalPointwiseAndThreeDimensional) {
                           {random_tensor(rng, {1, 2, 3, 4, 3}), random_tensor(rng, {2, 2, 2, 2, 2})});
 }
 
+// The float32 backward (tiled products with masked column tails, the 2-D col2im) against the float64 one of the same
+// values, which the tests above check against finite differences: a 5×5 "same" conv at 14×14 (the MNIST CNN's), a
+// grouped one at stride 2, and ConvTranspose at stride 2 and pointwise (its forward is the Conv data gradient's code,
+// started from the bias).
+TEST(ConvGradient, Float32AgreesWithFloat64) {
+  struct Case {
+    const char* op;
+    Shape x, w;
+    Window win;
+  };
+  const Case cases[] = {
+      {"Conv", {2, 3, 14, 14}, {10, 3, 5, 5}, {{}, {2, 2, 2, 2}, {}}},
+      {"Conv", {2, 4, 9, 11}, {6, 2, 3, 3}, {{2, 2}, {1, 0, 1, 1}, {}, 2}},
+      {"ConvTranspose", {2, 4, 5, 6}, {4, 3, 3, 3}, {{2, 2}, {1, 1, 0, 1}, {1, 2}}},
+      {"ConvTranspose", {2, 5, 3, 7}, {5, 9, 1, 1}, {}},
+  };
+  for (const Case& c : cases) {
+    Rng rng(116);
+    const int64_t bias_size = std::string_view(c.op) == "Conv" ? c.w[0] : c.w[1] * c.win.group;
+    std::vector<Tensor> f32{random_tensor(rng, c.x, -1, 1, DType::Float32),
+                            random_tensor(rng, c.w, -1, 1, DType::Float32),
+                            random_tensor(rng, {bias_size}, -1, 1, DType::Float32)};
+    std::vector<Tensor> f64(3);
+    for (size_t i = 0; i < 3; ++i) cast_tensor(f32[i], DType::Float64, f64[i]);
+    const NodeSpec spec = node_spec(c.op, window_attrs(c.win));
+    auto out32 = run_node(spec, f32);
+    auto out64 = run_node(spec, f64);
+    auto g32 = gradients_of(spec, f32);
+    auto g64 = gradients_of(spec, f64);
+    ASSERT_EQ(out32.size(), 1u);
+    ASSERT_EQ(g32.size(), 3u);
+    ASSERT_EQ(g64.size(), 3u);
+    Tensor widened;
+    cast_tensor(out32[0], DType::Float64, widened);
+    EXPECT_TRUE(tensors_close(out64[0], widened, 1e-5, 1e-5)) << c.op << " forward";
+    for (size_t i = 0; i < 3; ++i) {
+      cast_tensor(g32[i], DType::Float64, widened);
+      EXPECT_TRUE(tensors_close(g64[i], widened, 1e-5, 1e-4)) << c.op << " gradient of input " << i;
+    }
+  }
+}
+
 TEST(ConvGradient, AutoPadSameLower) {
   Rng rng(113);
   expect_gradient_matches(node_spec("Conv", {{"auto_pad", attr_string("SAME_LOWER")}, {"strides", attr_ints({2, 2})}}),

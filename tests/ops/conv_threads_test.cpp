@@ -91,5 +91,26 @@ TEST(ConvThreads, NaNAndInfinityPropagateAsOnOneThread) {
   for (const ConvCase& c : cases()) expect_threads_agree(c, DType::Float32, true);
 }
 
+// The backward's tiled products (the data gradient's Wᵀ · dY, the weight gradient's im2col · dYᵀ) split the rows of
+// their column matrix over the threads: the gradients agree with one thread's.
+TEST(ConvThreads, GradientsAgreeWithOneThread) {
+  for (const ConvCase& c : cases()) {
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      Rng rng(37);
+      const std::vector<Tensor> inputs{random_tensor(rng, c.x, -1, 1, dtype), random_tensor(rng, c.w, -1, 1, dtype),
+                                       random_tensor(rng, {c.w[0]}, -1, 1, dtype)};
+      set_kernel_threads(1);
+      auto one = gradients_of(node_spec("Conv", c.attrs), inputs);
+      set_kernel_threads(3);
+      auto three = gradients_of(node_spec("Conv", c.attrs), inputs);
+      set_kernel_threads(1);
+      ASSERT_EQ(one.size(), three.size());
+      const double tol = dtype == DType::Float32 ? 1e-5 : 1e-12;
+      for (size_t i = 0; i < one.size(); ++i)
+        EXPECT_TRUE(tensors_close(one[i], three[i], tol, tol)) << c.name << " input " << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace grist::testing
