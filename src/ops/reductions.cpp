@@ -343,8 +343,11 @@ Status extremum_backward(BackwardContext& ctx) {
     T* count = count_t.data<T>();
     T* dx = a.dx.data<T>();
     for_each_element(a.geo, [&](int64_t i, int64_t j) { count[j] += static_cast<T>(x[i] == y[j]); });
-    for_each_element(a.geo,
-                     [&](int64_t i, int64_t j) { dx[i] = (dy[j] / count[j]) * static_cast<T>(x[i] == y[j]); });
+    // Each group's share dy / count once, not once per element (the same quotient: a division per element was most
+    // of zoo 15's ReduceMax gradients).
+    for (int64_t j = 0; j < count_t.numel(); ++j) count[j] = dy[j] / count[j];
+    const T* share = count;
+    for_each_element(a.geo, [&](int64_t i, int64_t j) { dx[i] = share[j] * static_cast<T>(x[i] == y[j]); });
   });
 }
 
