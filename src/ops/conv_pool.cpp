@@ -414,8 +414,25 @@ void copy_stride2(const T* src, int64_t n, T* dst) {
   for (; q < n; ++q) dst[q] = src[2 * q];
 }
 
-// Kernels up to this wide take im2col_2d (their column ranges on the stack).
+// Kernels up to this wide take im2col_2d and col2im_2d (their column ranges on the stack).
 constexpr int64_t kMaxIm2colKernelWidth = 16;
+
+// Per kernel column kw of a 2-D window: the image column `first` that output column 0 reads (kw·dilation − pad), and
+// the output columns [lo, hi) whose image column lies inside the image.
+struct KernelColumn {
+  int64_t first, lo, hi;
+};
+using KernelColumns = std::array<KernelColumn, kMaxIm2colKernelWidth>;
+
+KernelColumns kernel_columns(const WindowGeometry& g) {
+  KernelColumns columns;
+  for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
+    KernelColumn& cr = columns[static_cast<size_t>(kw)];
+    cr.first = kw * g.dilation[1] - g.pad_begin[1];
+    valid_range(cr.first, g.stride[1], g.image[1], g.grid[1], cr.lo, cr.hi);
+  }
+  return columns;
+}
 
 // 2-D im2col straight from the image: per (channel, kernel offset) row only the output rows inside the image are
 // looked up, each a copy of the columns inside (their range worked out once per kernel column) between zeros. The
@@ -424,15 +441,7 @@ constexpr int64_t kMaxIm2colKernelWidth = 16;
 template <class T>
 void im2col_2d(const T* image, int64_t channels, const WindowGeometry& g, T* col) {
   const int64_t h = g.image[0], w = g.image[1], oh_count = g.grid[0], ow_count = g.grid[1], sw = g.stride[1];
-  struct Columns {
-    int64_t first, lo, hi;
-  };
-  std::array<Columns, kMaxIm2colKernelWidth> columns;
-  for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-    Columns& cr = columns[static_cast<size_t>(kw)];
-    cr.first = kw * g.dilation[1] - g.pad_begin[1];
-    valid_range(cr.first, sw, w, ow_count, cr.lo, cr.hi);
-  }
+  const KernelColumns columns = kernel_columns(g);
   // Stride 1 along rows of the image's width (a "same" convolution): consecutive output rows read consecutive image
   // rows, so each (channel, kernel offset) row of the column matrix is one copy, whatever the grid's height.
   const bool rows_contiguous = sw == 1 && ow_count == w && g.stride[0] == 1;
@@ -440,7 +449,7 @@ void im2col_2d(const T* image, int64_t channels, const WindowGeometry& g, T* col
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
       for (int64_t kw = 0; kw < g.kernel[1]; ++kw, out += oh_count * ow_count) {
-        const Columns& cr = columns[static_cast<size_t>(kw)];
+        const KernelColumn& cr = columns[static_cast<size_t>(kw)];
         if (rows_contiguous) {
           // Output rows [lo, hi) read image rows ih0 + oh: one run from the first one's column cr.lo to the last one's
           // cr.hi; the columns outside [cr.lo, cr.hi) it also copied (neighbouring rows' ends) are padding, zeroed.
@@ -568,20 +577,12 @@ void im2col(const T* image, int64_t channels, const WindowGeometry& g, Tensor& s
 template <class T>
 void col2im_2d(const T* col, int64_t channels, const WindowGeometry& g, T* image) {
   const int64_t h = g.image[0], w = g.image[1], oh_count = g.grid[0], ow_count = g.grid[1], sw = g.stride[1];
-  struct Columns {
-    int64_t first, lo, hi;
-  };
-  std::array<Columns, kMaxIm2colKernelWidth> columns;
-  for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-    Columns& cr = columns[static_cast<size_t>(kw)];
-    cr.first = kw * g.dilation[1] - g.pad_begin[1];
-    valid_range(cr.first, sw, w, ow_count, cr.lo, cr.hi);
-  }
+  const KernelColumns columns = kernel_columns(g);
   const T* row = col;
   for (int64_t c = 0; c < channels; ++c)
     for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
       for (int64_t kw = 0; kw < g.kernel[1]; ++kw, row += oh_count * ow_count) {
-        const Columns& cr = columns[static_cast<size_t>(kw)];
+        const KernelColumn& cr = columns[static_cast<size_t>(kw)];
         const int64_t ih0 = kh * g.dilation[0] - g.pad_begin[0];
         int64_t lo = 0, hi = 0;
         valid_range(ih0, g.stride[0], h, oh_count, lo, hi);
