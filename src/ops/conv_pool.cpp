@@ -583,6 +583,7 @@ void col2im_2d(const T* col, int64_t channels, const WindowGeometry& g, T* image
     for (int64_t kh = 0; kh < g.kernel[0]; ++kh)
       for (int64_t kw = 0; kw < g.kernel[1]; ++kw, row += oh_count * ow_count) {
         const KernelColumn& cr = columns[static_cast<size_t>(kw)];
+        if (cr.lo >= cr.hi) continue;  // no column inside (an image 0 wide has no data to point into)
         const int64_t ih0 = kh * g.dilation[0] - g.pad_begin[0];
         int64_t lo = 0, hi = 0;
         valid_range(ih0, g.stride[0], h, oh_count, lo, hi);
