@@ -9,6 +9,7 @@
 
 #include "util/eigen.h"
 
+#include "ops/conv_kernels.h"
 #include "ops/kernel_util.h"
 #include "ops/registry.h"
 #include "util/thread_pool.h"
@@ -61,14 +62,54 @@ void product(Y&& y, const A& ma, bool ta, const B& mb, bool tb, T alpha, bool ac
   }
 }
 
+// A per-thread scratch buffer of at least `count` values (its capacity kept: the steady state allocates nothing).
+template <class T>
+T* gemm_scratch(size_t slot, int64_t count) {
+  thread_local std::vector<T> buffers[2];
+  std::vector<T>& buffer = buffers[slot];
+  if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+// The operand tile_product reads from the cache (and, for aᵀ·b, the result transposed through scratch) at most the
+// L2 cache's size; products of at least this many multiply-adds (the study's toys stay on Eigen's product, whose
+// sums their replayed iteration counts were measured with).
+constexpr int64_t kTiledOperandBytes = int64_t{1} << 19;
+constexpr int64_t kTiledMinWork = int64_t{1} << 16;
+
+// out = a·b on conv_kernels' tile_product, for the two layouts where it beat Eigen's product on the hunts' MLPs
+// (which pack an operand afresh every call; docs/PERFORMANCE.md, session 20): a·b as stored (a forward), and aᵀ·b
+// (a weight gradient), computed as (bᵀ·a)ᵀ so that the stored a is the operand read from the cache, with b (the
+// output's gradient, a few columns) and the result transposed around it. False where it does not apply.
+template <class T>
+bool tiled_gemm(MatRef<T> a, MatRef<T> b, T* out) {
+  const int64_t m = a.op_rows(), n = b.op_cols(), k = a.op_cols();
+  if (a.ld != 0 || b.ld != 0 || b.transposed || m * n * k < kTiledMinWork) return false;
+  if (!a.transposed) {
+    if (k * n * static_cast<int64_t>(sizeof(T)) > kTiledOperandBytes) return false;
+    tile_product(a.data, b.data, n, m, k, n, static_cast<const T*>(nullptr), out, n);
+    return true;
+  }
+  // a stored k × m: outᵀ (n × m) = bᵀ (n × k) · a.
+  if (std::max(k * m, m * n) * static_cast<int64_t>(sizeof(T)) > kTiledOperandBytes) return false;
+  T* bt = gemm_scratch<T>(0, n * k);
+  T* yt = gemm_scratch<T>(1, n * m);
+  Eigen::Map<RowMajorMatrix<T>>(bt, n, k) = Eigen::Map<const RowMajorMatrix<T>>(b.data, k, n).transpose();
+  tile_product(bt, a.data, m, n, k, m, static_cast<const T*>(nullptr), yt, m);
+  Eigen::Map<RowMajorMatrix<T>>(out, m, n) = Eigen::Map<const RowMajorMatrix<T>>(yt, n, m).transpose();
+  return true;
+}
+
 // out = alpha·a·b, or out += alpha·a·b when accumulating; out is row-major [a.op_rows, b.op_cols]. Split over
 // chunks of output rows (columns when there are more of those); every output element is one chunk's, summed
-// over the whole inner dimension by one Eigen product. On one chunk, the product of plain maps as always.
+// over the whole inner dimension by one Eigen product. On one chunk, tiled_gemm where it applies, else the product
+// of plain maps.
 template <class T>
 void gemm(MatRef<T> a, MatRef<T> b, T alpha, bool accumulate, T* out) {
   const int64_t m = a.op_rows(), n = b.op_cols(), k = a.op_cols();
   const bool by_rows = m >= n;
   if (chunk_count(by_rows ? m : n, grain_for(by_rows ? n * k : m * k)) <= 1) {
+    if (!accumulate && alpha == T(1) && tiled_gemm(a, b, out)) return;
     product<T>(Eigen::Map<RowMajorMatrix<T>>(out, m, n), Eigen::Map<const RowMajorMatrix<T>>(a.data, a.rows, a.cols),
                a.transposed, Eigen::Map<const RowMajorMatrix<T>>(b.data, b.rows, b.cols), b.transposed, alpha,
                accumulate);

@@ -130,6 +130,30 @@ TEST(MatMulGradient, OneDimensionalOperands) {
   expect_gradient_matches(node_spec("MatMul"), {random_tensor(rng, {4}), random_tensor(rng, {4})});
 }
 
+// Products large enough for tile_product's path (tiled_gemm: at least 2^16 multiply-adds, the cached operand within
+// 512 KB): the forward a·b and the weight gradient aᵀ·dY through it, the data gradient dY·bᵀ on Eigen's, checked
+// against finite differences in float64 and, in float32, against the float64 result of the same values (the
+// float tiles' masked column tails: 30 and 13 columns).
+TEST(MatMulGradient, ProductsOnTheTiledPath) {
+  Rng rng(14);
+  for (const auto& [as, bs] : {std::pair{Shape{64, 40}, Shape{40, 30}}, std::pair{Shape{3, 70, 45}, Shape{45, 13}}}) {
+    SCOPED_TRACE(as.str() + " · " + bs.str());
+    const std::vector<Tensor> f64{random_tensor(rng, as), random_tensor(rng, bs)};
+    expect_gradient_matches(node_spec("MatMul"), f64);
+    std::vector<Tensor> f32(2);
+    for (size_t i = 0; i < 2; ++i) cast_tensor(f64[i], DType::Float32, f32[i]);
+    const std::vector<Tensor> y32 = run_node(node_spec("MatMul"), f32), y64 = run_node(node_spec("MatMul"), f64);
+    const std::vector<Tensor> g32 = gradients_of(node_spec("MatMul"), f32), g64 = gradients_of(node_spec("MatMul"), f64);
+    Tensor widened;
+    cast_tensor(y32[0], DType::Float64, widened);
+    EXPECT_TRUE(tensors_close(y64[0], widened, 1e-5, 1e-5));
+    for (size_t i = 0; i < 2; ++i) {
+      cast_tensor(g32[i], DType::Float64, widened);
+      EXPECT_TRUE(tensors_close(g64[i], widened, 1e-5, 1e-5)) << "gradient of input " << i;
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 
 NodeSpec gemm_spec(int trans_a, int trans_b, double alpha, double beta) {
@@ -212,6 +236,17 @@ TEST(Gemm, RejectsBadShapes) {
   EXPECT_FALSE(
       try_run_node(node_spec("Gemm"), {random_tensor(rng, {2, 3}), random_tensor(rng, {3, 2}), random_tensor(rng, {3})})
           .is_ok());
+}
+
+TEST(GemmGradient, EveryTranspositionOnTheTiledPath) {
+  Rng rng(31);
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      SCOPED_TRACE(::testing::Message() << "transA " << ta << " transB " << tb);
+      Tensor a = random_tensor(rng, ta ? Shape{50, 48} : Shape{48, 50});
+      Tensor b = random_tensor(rng, tb ? Shape{29, 50} : Shape{50, 29});
+      expect_gradient_matches(gemm_spec(ta, tb, 1.0, 1.0), {a, b, random_tensor(rng, {29})});
+    }
 }
 
 TEST(GemmGradient, EveryTransposition) {
