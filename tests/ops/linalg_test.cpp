@@ -238,26 +238,23 @@ TEST(Gemm, RejectsBadShapes) {
           .is_ok());
 }
 
-TEST(GemmGradient, EveryTranspositionOnTheTiledPath) {
-  Rng rng(31);
+// Every transposition of A [m, k] and B [k, n], small (Eigen's product) and large enough for the tiled path (alpha 1,
+// at least 2^16 multiply-adds: tiled_gemm), C a matrix and a row.
+void expect_every_transposition_matches(int64_t m, int64_t k, int64_t n, double alpha, double beta, const Shape& c) {
+  Rng rng(30);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
-      SCOPED_TRACE(::testing::Message() << "transA " << ta << " transB " << tb);
-      Tensor a = random_tensor(rng, ta ? Shape{50, 48} : Shape{48, 50});
-      Tensor b = random_tensor(rng, tb ? Shape{29, 50} : Shape{50, 29});
-      expect_gradient_matches(gemm_spec(ta, tb, 1.0, 1.0), {a, b, random_tensor(rng, {29})});
+      SCOPED_TRACE(::testing::Message() << "transA " << ta << " transB " << tb << ", m k n " << m << " " << k << " "
+                                        << n);
+      Tensor a = random_tensor(rng, ta ? Shape{k, m} : Shape{m, k});
+      Tensor b = random_tensor(rng, tb ? Shape{n, k} : Shape{k, n});
+      expect_gradient_matches(gemm_spec(ta, tb, alpha, beta), {a, b, random_tensor(rng, c)});
     }
 }
 
 TEST(GemmGradient, EveryTransposition) {
-  Rng rng(30);
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      SCOPED_TRACE(::testing::Message() << "transA " << ta << " transB " << tb);
-      Tensor a = random_tensor(rng, ta ? Shape{4, 3} : Shape{3, 4});
-      Tensor b = random_tensor(rng, tb ? Shape{2, 4} : Shape{4, 2});
-      expect_gradient_matches(gemm_spec(ta, tb, 0.7, -1.3), {a, b, random_tensor(rng, {3, 2})});
-    }
+  expect_every_transposition_matches(3, 4, 2, 0.7, -1.3, {3, 2});
+  expect_every_transposition_matches(48, 50, 29, 1.0, 1.0, {29});
 }
 
 TEST(GemmGradient, BroadcastBiasForms) {
