@@ -1,6 +1,6 @@
 // Matrix products: MatMul (numpy matmul: 1-D promotion, broadcast batch dimensions) and Gemm
-// (alpha·op(A)·op(B) + beta·C), forward and backward, all on Eigen products over row-major maps; and
-// Einsum, a direct loop over its equation's labels.
+// (alpha·op(A)·op(B) + beta·C), forward and backward, on Eigen products over row-major maps or, for the layouts
+// and sizes tiled_gemm takes, on Conv's tile kernel; and Einsum, a direct loop over its equation's labels.
 
 #include <algorithm>
 #include <cfloat>
