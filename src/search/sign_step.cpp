@@ -46,25 +46,16 @@ void sign_step_row(T* x, const T* g, int64_t n, T step, T lo, T hi, int64_t& mov
 template <class T>
 void sign_step_typed(Tensor& x, const Tensor& grad, T step, std::optional<std::pair<double, double>> clip,
                      RowStepStats& stats) {
-  const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
-  const int64_t per_row = rows > 0 ? x.numel() / rows : 0;
-  stats.updated.assign(static_cast<size_t>(rows), 0.0);
-  stats.clipped.assign(static_cast<size_t>(rows), 0.0);
   T* xv = x.data<T>();
   const T* gv = grad.data<T>();
   const T lo = clip ? static_cast<T>(clip->first) : T(0), hi = clip ? static_cast<T>(clip->second) : T(0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t moved = 0, held = 0;
+  for_each_step_row(x, stats, [&](int64_t first, int64_t count, int64_t& moved, int64_t& held) {
     if (clip) {
-      sign_step_row<T, true>(xv + r * per_row, gv + r * per_row, per_row, step, lo, hi, moved, held);
+      sign_step_row<T, true>(xv + first, gv + first, count, step, lo, hi, moved, held);
     } else {
-      sign_step_row<T, false>(xv + r * per_row, gv + r * per_row, per_row, step, lo, hi, moved, held);
+      sign_step_row<T, false>(xv + first, gv + first, count, step, lo, hi, moved, held);
     }
-    if (per_row > 0) {
-      stats.updated[static_cast<size_t>(r)] = static_cast<double>(moved) / static_cast<double>(per_row);
-      stats.clipped[static_cast<size_t>(r)] = static_cast<double>(held) / static_cast<double>(per_row);
-    }
-  }
+  });
 }
 
 }  // namespace

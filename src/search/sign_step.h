@@ -23,20 +23,32 @@ RowStepStats sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<
 void sign_step(Tensor& x, const Tensor& grad, double eps, std::optional<std::pair<double, double>> clip,
                RowStepStats& stats);
 
-// The per-row loop every input step shares: `next(j, x_j)` is element j's stepped value (nullopt: no step),
-// clipped to [lo, hi]; `stats` gets, per row (slices along dimension 0), the fractions of its elements that
-// moved and that the clip held back.
-template <class T, class Next>
-void step_rows(Tensor& x, std::optional<std::pair<double, double>> clip, RowStepStats& stats, Next&& next) {
+// The rows every input step walks (slices along dimension 0): `step(first, count, moved, held)` steps elements
+// [first, first + count) and counts those that moved and those the clip held back; `stats` gets each row's fractions.
+template <class StepRow>
+void for_each_step_row(const Tensor& x, RowStepStats& stats, StepRow&& step) {
   const int64_t rows = x.rank() > 0 ? x.shape()[0] : 1;
   const int64_t per_row = rows > 0 ? x.numel() / rows : 0;
   stats.updated.assign(static_cast<size_t>(rows), 0.0);
   stats.clipped.assign(static_cast<size_t>(rows), 0.0);
-  T* xv = x.data<T>();
-  const T lo = clip ? static_cast<T>(clip->first) : T(0), hi = clip ? static_cast<T>(clip->second) : T(0);
   for (int64_t r = 0; r < rows; ++r) {
     int64_t moved = 0, held = 0;
-    for (int64_t j = r * per_row; j < (r + 1) * per_row; ++j) {
+    step(r * per_row, per_row, moved, held);
+    if (per_row > 0) {
+      stats.updated[static_cast<size_t>(r)] = static_cast<double>(moved) / static_cast<double>(per_row);
+      stats.clipped[static_cast<size_t>(r)] = static_cast<double>(held) / static_cast<double>(per_row);
+    }
+  }
+}
+
+// The per-element rule on those rows: `next(j, x_j)` is element j's stepped value (nullopt: no step), clipped to
+// [lo, hi].
+template <class T, class Next>
+void step_rows(Tensor& x, std::optional<std::pair<double, double>> clip, RowStepStats& stats, Next&& next) {
+  T* xv = x.data<T>();
+  const T lo = clip ? static_cast<T>(clip->first) : T(0), hi = clip ? static_cast<T>(clip->second) : T(0);
+  for_each_step_row(x, stats, [&](int64_t first, int64_t count, int64_t& moved, int64_t& held) {
+    for (int64_t j = first; j < first + count; ++j) {
       const std::optional<T> stepped = next(j, xv[j]);
       if (!stepped) continue;
       T to = *stepped;
@@ -48,11 +60,7 @@ void step_rows(Tensor& x, std::optional<std::pair<double, double>> clip, RowStep
       if (to != xv[j]) ++moved;
       xv[j] = to;
     }
-    if (per_row > 0) {
-      stats.updated[static_cast<size_t>(r)] = static_cast<double>(moved) / static_cast<double>(per_row);
-      stats.clipped[static_cast<size_t>(r)] = static_cast<double>(held) / static_cast<double>(per_row);
-    }
-  }
+  });
 }
 
 // An input the model stores in 16 bits is stepped in float32 and rounded back to its type, as the run reads it:
