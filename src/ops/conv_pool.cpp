@@ -365,6 +365,40 @@ void copy_short(const T* src, int64_t n, T* dst) {
   for (; q < n; ++q) dst[q] = src[q];
 }
 
+// dst[c·dst_stride + r] = src[r·src_stride + c] for r < rows, c < cols: the small-grid kernels' blocks of 16 planes
+// to position-major and their sums back. Float and double go in square blocks of one packet a side (Eigen's
+// ptranspose: 8×8 floats with AVX2), the edges and other types one value at a time: element by element, the
+// transposes of mobilenet_v2's 8×8 depthwise layers cost more than their multiply-adds.
+// (PacketBlock<__m256, 8> drops the vector type's alignment attribute as a template argument, as Eigen's own uses
+// do: GCC's -Wignored-attributes is silenced for this function alone.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+template <class T>
+void transpose_into(const T* src, int64_t rows, int64_t cols, int64_t src_stride, T* dst, int64_t dst_stride) {
+  int64_t r = 0;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    namespace ei = Eigen::internal;
+    using P = typename ei::packet_traits<T>::type;
+    constexpr int64_t L = ei::packet_traits<T>::size;
+    if constexpr (L > 1) {
+      for (; r + L <= rows; r += L) {
+        int64_t c = 0;
+        for (; c + L <= cols; c += L) {
+          ei::PacketBlock<P, L> block;
+          for (int64_t i = 0; i < L; ++i) block.packet[i] = ei::ploadu<P>(src + (r + i) * src_stride + c);
+          ei::ptranspose(block);
+          for (int64_t i = 0; i < L; ++i) ei::pstoreu(dst + (c + i) * dst_stride + r, block.packet[i]);
+        }
+        for (; c < cols; ++c)
+          for (int64_t i = 0; i < L; ++i) dst[c * dst_stride + r + i] = src[(r + i) * src_stride + c];
+      }
+    }
+  }
+  for (; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[c * dst_stride + r] = src[r * src_stride + c];
+}
+#pragma GCC diagnostic pop
+
 // dst[q] = src[2q] for q < n. With AVX-512, 16 outputs from two loads and one permute (vpermt2ps), the last ones
 // through masked loads and a masked store, so nothing past src[2(n − 1)] is read; with AVX2, 8 at a time (below);
 // elsewhere a scalar loop.
@@ -1058,6 +1092,10 @@ struct PhaseLayout {
   int64_t sh = 1, sw = 1;  // strides
   int64_t width = 0, rows = 0, phase_size = 0;  // of each phase; phase_size includes the last run's overreach
   int64_t rows_out = 0;                          // output rows
+  // Per phase column rc: the image columns it holds (every sw-th from first_col[rc], count[rc] of them) and where
+  // the first goes in an image row's phase row. Worked out once a layer: a plane's copy zeroing and recomputing them
+  // cost as much as its stride-2 copies.
+  std::array<int64_t, kMaxPhaseStride> first_col{}, first_dst{}, count{};
   int64_t run() const { return rows_out * width; }
   // Where the run of a kernel offset dh rows, dw columns from the window's corner starts in the phases.
   int64_t offset(int64_t dh, int64_t dw) const {
@@ -1077,39 +1115,67 @@ PhaseLayout phase_layout(const WindowGeometry& g) {
   l.rows = std::max(ceil_div(padded_h, l.sh), g.grid[0] + reach_h);
   l.rows_out = g.grid[0];
   l.phase_size = l.rows * l.width + reach_w;  // the last run reads reach_w past the last row
+  for (int64_t rc = 0; rc < l.sw; ++rc) {
+    const auto r = static_cast<size_t>(rc);
+    l.first_col[r] = ((rc - g.pad_begin[1]) % l.sw + l.sw) % l.sw;
+    l.first_dst[r] = rc * l.phase_size + (l.first_col[r] + g.pad_begin[1]) / l.sw;
+    l.count[r] = std::max<int64_t>(0, (g.image[1] - l.first_col[r] + l.sw - 1) / l.sw);
+  }
   return l;
 }
 
-// The phases of one input plane; `padding` fills every position outside the image (0 for a convolution).
+// even[t] = src[2t] for t < ⌈w/2⌉ and odd[t] = src[2t + 1] for t < ⌊w/2⌋: a row's two stride-2 phases in one pass.
+// With AVX2, 16 inputs make 8 of each: two loads, a shuffle of each half's even (odd) lanes, a permute of the 64-bit
+// pairs into order (loading the halves crosswise instead, to save the permutes, measured no faster). Two copy_stride2
+// calls a row, each ending on a masked load, were 30 % of mobilenet_v2's 32×32 stride-2 depthwise layer.
 template <class T>
-void split_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* plane, T* phases, T padding = T(0)) {
-  using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
-  Eigen::Map<Run>(phases, l.sh * l.sw * l.phase_size).setConstant(padding);
-  const int64_t w = g.image[1];
-  // Per phase column rc: the first image column it holds and where that goes (divisions once, not per row).
-  std::array<int64_t, kMaxPhaseStride> first_col{}, first_dst{};
-  for (int64_t rc = 0; rc < l.sw; ++rc) {
-    const auto r = static_cast<size_t>(rc);
-    first_col[r] = ((rc - g.pad_begin[1]) % l.sw + l.sw) % l.sw;
-    first_dst[r] = rc * l.phase_size + (first_col[r] + g.pad_begin[1]) / l.sw;
+void deinterleave_row(const T* src, int64_t w, T* even, T* odd) {
+  int64_t j = 0;
+#if defined(__AVX2__)
+  if constexpr (std::is_same_v<T, float>) {
+    const auto in_order = [](__m256 v) {
+      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
+    };
+    for (; j + 16 <= w; j += 16) {
+      const __m256 a = _mm256_loadu_ps(src + j), b = _mm256_loadu_ps(src + j + 8);
+      _mm256_storeu_ps(even + j / 2, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))));
+      _mm256_storeu_ps(odd + j / 2, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))));
+    }
   }
+#endif
+  for (; j + 1 < w; j += 2) even[j / 2] = src[j], odd[j / 2] = src[j + 1];
+  if (j < w) even[j / 2] = src[j];
+}
+
+// Every position of the phases outside the image gets `padding` (0 for a convolution). They are the same positions
+// for every plane of a layer, and copy_into_phases writes only the others: filled once per scratch and layer, not per
+// plane (filling per plane was a third of the stride-2 split).
+template <class T>
+void fill_phases(const PhaseLayout& l, T* phases, T padding) {
+  std::fill_n(phases, l.sh * l.sw * l.phase_size, padding);
+}
+
+// The image positions of one input plane's phases (their padding from fill_phases).
+template <class T>
+void copy_into_phases(const WindowGeometry& g, const PhaseLayout& l, const T* plane, T* phases) {
+  const int64_t w = g.image[1];
+  // Stride 2: where image column 0 (and every even one) goes, and where column 1.
+  const int64_t even_dst = l.first_dst[static_cast<size_t>(g.pad_begin[1] % 2)];
+  const int64_t odd_dst = l.first_dst[static_cast<size_t>(1 - g.pad_begin[1] % 2)];
   int64_t row_phase = g.pad_begin[0] % l.sh, row_index = g.pad_begin[0] / l.sh;  // of image row 0
   for (int64_t ih = 0; ih < g.image[0]; ++ih) {
     T* base = phases + row_phase * l.sw * l.phase_size + row_index * l.width;
     const T* src = plane + ih * w;
     if (l.sw == 1) {
       copy_short(src, w, base + g.pad_begin[1]);
+    } else if (l.sw == 2) {  // the common stride
+      deinterleave_row(src, w, base + even_dst, base + odd_dst);
     } else {
       for (int64_t rc = 0; rc < l.sw; ++rc) {
         const auto r = static_cast<size_t>(rc);
-        const int64_t n = (w - first_col[r] + l.sw - 1) / l.sw;
-        T* dst = base + first_dst[r];
-        const T* from = src + first_col[r];
-        if (l.sw == 2) {  // the common stride (-O2 left the plain loop scalar)
-          copy_stride2(from, n, dst);
-        } else {
-          for (int64_t t = 0; t < n; ++t) dst[t] = from[t * l.sw];
-        }
+        T* dst = base + l.first_dst[r];
+        const T* from = src + l.first_col[r];
+        for (int64_t t = 0; t < l.count[r]; ++t) dst[t] = from[t * l.sw];
       }
     }
     if (++row_phase == l.sh) row_phase = 0, ++row_index;
@@ -1148,17 +1214,18 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
   const bool blocked = cs.grid_channels == 1;
   const int64_t chunks = chunk_count(planes, grain);
   if (blocked)
-    for (int64_t c = 0; c < chunks; ++c) scratch<T>(state, chunk_slot(6, c), image + taps + 1, kLanes);
+    for (int64_t c = 0; c < chunks; ++c) scratch<T>(state, chunk_slot(6, c), image + taps + 1 + grid, kLanes);
   parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
     if (blocked) {
-      // [position · kLanes + lane] for the block's planes, then the weights [tap · kLanes + lane], then the biases.
+      // [position · kLanes + lane] for the block's planes, then the weights [tap · kLanes + lane], the biases, and
+      // the sums [point · kLanes + lane].
       T* xt = state.slot(chunk_slot(6, chunk)).data<T>();
       T* wt = xt + image * kLanes;
       T* bt = wt + taps * kLanes;
+      T* yt = bt + kLanes;
       for (; first + kLanes <= last; first += kLanes) {
+        transpose_into(x + first * image, kLanes, image, image, xt, kLanes);
         for (int64_t lane = 0; lane < kLanes; ++lane) {
-          const T* xp = x + (first + lane) * image;
-          for (int64_t pos = 0; pos < image; ++pos) xt[pos * kLanes + lane] = xp[pos];
           const int64_t m = (first + lane) % cs.groups;
           for (int64_t tap = 0; tap < taps; ++tap) wt[tap * kLanes + lane] = w[m * taps + tap];
           bt[lane] = bias ? bias[m] : T(0);
@@ -1175,9 +1242,9 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
               sum += weights * Eigen::Map<const Lanes>(xt + off[tap] * kLanes);
             }
           }
-          sum += Eigen::Map<const Lanes>(bt);
-          for (int64_t lane = 0; lane < kLanes; ++lane) y[(first + lane) * grid + pt] = sum[lane];
+          Eigen::Map<Lanes>(yt + pt * kLanes) = sum + Eigen::Map<const Lanes>(bt);
         }
+        transpose_into(yt, grid, kLanes, kLanes, y + first * grid, grid);
       }
     }
     for (int64_t plane = first; plane < last; ++plane) {
@@ -1330,8 +1397,9 @@ void depthwise_forward(const ConvShape& cs, const T* x, const T* w, const T* bia
   parallel_for(planes, grain, [&](int64_t chunk, int64_t first, int64_t last) {
     T* phases = state.slot(chunk_slot(4, chunk)).data<T>();
     T* sums = state.slot(chunk_slot(5, chunk)).data<T>();
+    fill_phases(l, phases, T(0));
     for (int64_t plane = first; plane < last; ++plane) {
-      split_into_phases(g, l, x + plane * image, phases);
+      copy_into_phases(g, l, x + plane * image, phases);
       const int64_t n = plane / cs.groups, group = plane % cs.groups;
       for (int64_t m = group * cs.grid_channels; m < (group + 1) * cs.grid_channels; ++m) {
         int64_t done = 0;
@@ -1635,11 +1703,9 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       T* xt = scratch<T>(state, 5, image_size + 1, kLanes);  // [position · kLanes + lane], then the padding row
       std::fill_n(xt + image_size * kLanes, kLanes, empty);
       int64_t plane = 0;
+      T* yt = scratch<T>(state, 6, grid_size, kLanes);  // the maxima [point · kLanes + lane]
       for (; plane + kLanes <= planes; plane += kLanes) {
-        for (int64_t lane = 0; lane < kLanes; ++lane) {
-          const T* xp = x + (plane + lane) * image_size;
-          for (int64_t pos = 0; pos < image_size; ++pos) xt[pos * kLanes + lane] = xp[pos];
-        }
+        transpose_into(x + plane * image_size, kLanes, image_size, image_size, xt, kLanes);
         for (int64_t pt = 0; pt < grid_size; ++pt) {
           const int64_t* off = offsets + pt * taps;
           Lanes acc = Lanes::Constant(empty);
@@ -1647,8 +1713,9 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
             const T* src = xt + (off[tap] < 0 ? image_size : off[tap]) * kLanes;
             acc = Eigen::Map<const Lanes>(src).binaryExpr(acc, NanPropagatingMax<T>());
           }
-          for (int64_t lane = 0; lane < kLanes; ++lane) y[(plane + lane) * grid_size + pt] = acc[lane];
+          Eigen::Map<Lanes>(yt + pt * kLanes) = acc;
         }
+        transpose_into(yt, grid_size, kLanes, kLanes, y + plane * grid_size, grid_size);
       }
       if (plane < planes) max_pool_values(g, planes - plane, x + plane * image_size, state, y + plane * grid_size);
       return;
@@ -1660,8 +1727,9 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       T* phases = scratch<T>(state, 2, l.sh * l.sw, l.phase_size);
       T* best = scratch<T>(state, 3, 1, l.run());
       using Run = Eigen::Array<T, Eigen::Dynamic, 1>;
+      fill_phases(l, phases, empty);
       for (int64_t plane = 0; plane < planes; ++plane) {
-        split_into_phases(g, l, x + plane * image_size, phases, empty);
+        copy_into_phases(g, l, x + plane * image_size, phases);
         Eigen::Map<Run> acc(best, l.run());
         acc.setConstant(empty);
         for (int64_t kh = 0; kh < g.kernel[0]; ++kh)

@@ -318,10 +318,14 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise_blocks_5x5_6x6", {1, 17, 6, 6}, {17, 1, 5, 5}, 17, {1, 1}, {2, 2, 2, 2}},
       {"depthwise_5x5_dilated", {1, 3, 4, 5}, {3, 1, 5, 5}, 3, {1, 1}, {4, 3, 4, 3}, {2, 1}},
       {"depthwise_phase_planes", {1, 3, 12, 13}, {3, 1, 3, 3}, 3, {1, 2}, {1, 1, 1, 1}},
-      // Stride 2 on phase planes of 35 and 36 columns (split_into_phases's 16-wide gathers and masked ends).
+      // Stride 2 on phase planes of 35 and 36 columns (deinterleave_row's 16-wide steps and its scalar end), the
+      // padding filled once for the three planes.
       {"depthwise_phase_planes_stride2", {1, 3, 20, 71}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
-      // Rows of 32 (mobilenet_v2's 32×32 layer): each phase takes 16 columns, the last 8 through AVX2's masked load.
+      // Rows of 32 (mobilenet_v2's 32×32 layer): two 16-wide steps, no scalar end.
       {"depthwise_phase_planes_stride2_32", {1, 3, 40, 32}, {3, 1, 3, 3}, 3, {2, 2}, {1, 1, 1, 1}},
+      // No padding on the left: the even image columns go to the first phase, not the second; 50 columns leave 2
+      // after three 16-wide steps.
+      {"depthwise_phase_planes_stride2_unpadded", {2, 3, 40, 50}, {3, 1, 3, 3}, 3, {2, 2}, {0, 0, 1, 1}},
   };
 }
 
@@ -406,6 +410,7 @@ TEST(ConvKernel, MaxPoolOnSmallGridsMatchesNaiveMax) {
       {"ceil_padded", {1, 16, 4, 4}, {2, 3}, {2, 2}, {1, 0, 0, 1}, 1},
       // Phase planes (3 planes, 10 × 36 points): stride 2 over 71 columns, ceil mode, padded with −inf.
       {"phase_planes_stride2", {1, 3, 20, 71}, {3, 3}, {2, 2}, {1, 1, 0, 0}, 1},
+      {"phase_planes_stride2_unpadded", {2, 3, 20, 48}, {3, 3}, {2, 2}, {0, 0, 1, 1}},
   };
   for (const PoolCase& c : cases) {
     check_max_pool(c, DType::Float32);
