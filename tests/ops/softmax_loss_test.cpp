@@ -2,6 +2,7 @@
 // behaviour the product hunts for (underflow to 0, NaN rows, 0/0 loss means), the opset-dependent axis
 // semantics, gradients against finite differences, and error paths.
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 
@@ -98,6 +99,53 @@ void check_softmax_gradients(const std::string& op) {
 
 TEST(SoftmaxGradient, EveryAxisAndOpsetForm) { check_softmax_gradients("Softmax"); }
 TEST(LogSoftmaxGradient, EveryAxisAndOpsetForm) { check_softmax_gradients("LogSoftmax"); }
+
+// Rows along the last axis take their own loop (a row's max and sum in registers); along axis 0 of the transposed
+// tensor the same rows are columns of the general kernel. Both must give the same bits, forward and backward, with
+// rows holding -inf, +inf, NaN and a 100-wide spread (entries that underflow to 0).
+template <class T>
+void expect_last_axis_rows_match_the_general_kernel(const std::string& op) {
+  constexpr int64_t rows = 7, n = 5;
+  Rng rng(44);
+  std::vector<T> x(rows * n);
+  for (T& v : x) v = static_cast<T>(rng.uniform(-3, 3));
+  x[1 * n + 2] = -std::numeric_limits<T>::infinity();
+  x[2 * n + 0] = std::numeric_limits<T>::infinity();
+  x[3 * n + 4] = std::numeric_limits<T>::quiet_NaN();
+  x[4 * n + 1] = T(-100);
+  for (int64_t k = 0; k < n; ++k) x[5 * n + k] = -std::numeric_limits<T>::infinity();
+  std::vector<T> xt(rows * n);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t k = 0; k < n; ++k) xt[k * rows + r] = x[r * n + k];
+  const auto tensor = [](Shape shape, const std::vector<T>& values) {
+    Tensor t(dtype_of<T>(), shape);
+    std::copy(values.begin(), values.end(), t.data<T>());
+    return t;
+  };
+  const Tensor by_rows = tensor(Shape{rows, n}, x), by_columns = tensor(Shape{n, rows}, xt);
+  const NodeSpec last = node_spec(op), first = node_spec(op, {{"axis", attr_int(0)}});
+  const std::vector<Tensor> pairs[][2] = {{run_node(last, {by_rows}), run_node(first, {by_columns})},
+                                          {testing::gradients_of(last, {by_rows}), testing::gradients_of(first, {by_columns})}};
+  for (const auto& pair : pairs) {
+    ASSERT_EQ(pair[0].size(), 1u);
+    ASSERT_EQ(pair[1].size(), 1u);
+    const T* a = pair[0][0].template data<T>();
+    const T* b = pair[1][0].template data<T>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < n; ++k) {
+        const T u = a[r * n + k], v = b[k * rows + r];
+        EXPECT_TRUE((std::isnan(u) && std::isnan(v)) || std::memcmp(&u, &v, sizeof(T)) == 0)
+            << op << " row " << r << " entry " << k << ": " << u << " against " << v;
+      }
+  }
+}
+
+TEST(Softmax, LastAxisRowsGiveTheGeneralKernelsBits) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    expect_last_axis_rows_match_the_general_kernel<float>(op);
+    expect_last_axis_rows_match_the_general_kernel<double>(op);
+  }
+}
 
 // ---- NegativeLogLikelihoodLoss -------------------------------------------------------------
 
