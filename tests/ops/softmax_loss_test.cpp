@@ -124,8 +124,9 @@ void expect_last_axis_rows_match_the_general_kernel(const std::string& op) {
   };
   const Tensor by_rows = tensor(Shape{rows, n}, x), by_columns = tensor(Shape{n, rows}, xt);
   const NodeSpec last = node_spec(op), first = node_spec(op, {{"axis", attr_int(0)}});
+  using testing::gradients_of;
   const std::vector<Tensor> pairs[][2] = {{run_node(last, {by_rows}), run_node(first, {by_columns})},
-                                          {testing::gradients_of(last, {by_rows}), testing::gradients_of(first, {by_columns})}};
+                                          {gradients_of(last, {by_rows}), gradients_of(first, {by_columns})}};
   for (const auto& pair : pairs) {
     ASSERT_EQ(pair[0].size(), 1u);
     ASSERT_EQ(pair[1].size(), 1u);
