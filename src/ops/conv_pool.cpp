@@ -399,6 +399,21 @@ void transpose_into(const T* src, int64_t rows, int64_t cols, int64_t src_stride
 }
 #pragma GCC diagnostic pop
 
+#if defined(__AVX2__)
+// Of the 16 floats a, b in order: those at even positions (odd ones with kOdd), in order. A shuffle takes them within
+// each 128-bit half (a0 a2 b0 b2 | a4 a6 b4 b6), a permute of the 64-bit pairs puts them in order.
+template <bool kOdd>
+__m256 stride2_lanes(__m256 a, __m256 b) {
+  __m256 lanes;
+  if constexpr (kOdd) {
+    lanes = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+  } else {
+    lanes = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+  }
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(lanes), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+#endif
+
 // dst[q] = src[2q] for q < n. With AVX-512, 16 outputs from two loads and one permute (vpermt2ps), the last ones
 // through masked loads and a masked store, so nothing past src[2(n − 1)] is read; with AVX2, 8 at a time (below);
 // elsewhere a scalar loop.
@@ -426,21 +441,17 @@ void copy_stride2(const T* src, int64_t n, T* dst) {
     }
   }
 #elif defined(__AVX2__)
-  // With AVX2, 8 outputs from two loads, a shuffle of the even lanes within each 128-bit half (a0 a2 b0 b2 | a4 a6
-  // b4 b6) and a permute of the 64-bit pairs into order; nothing past src[2(n − 1)] is read. mobilenet_v2's 32×32
-  // stride-2 depthwise layer spent 60 % of its time here, scalar.
+  // With AVX2, 8 outputs from two loads (stride2_lanes); nothing past src[2(n − 1)] is read. Scalar, this gather
+  // was 60 % of mobilenet_v2's 32×32 stride-2 depthwise layer (which now splits its rows with deinterleave_row).
   if constexpr (std::is_same_v<T, float>) {
-    const auto evens = [](__m256 a, __m256 b) {
-      const __m256 even = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
-      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(even), _MM_SHUFFLE(3, 1, 2, 0)));
-    };
     // While 8 more outputs follow, src[2q + 15] lies before src[2(n − 1)]: plain loads (a masked one costs
     // several times a load on AMD's cores).
     for (; q + 8 < n; q += 8)
-      _mm256_storeu_ps(dst + q, evens(_mm256_loadu_ps(src + 2 * q), _mm256_loadu_ps(src + 2 * q + 8)));
+      _mm256_storeu_ps(dst + q, stride2_lanes<false>(_mm256_loadu_ps(src + 2 * q), _mm256_loadu_ps(src + 2 * q + 8)));
     if (q + 8 == n) {  // the last 8 outputs: src[2q + 15] is past the last one read
       const __m256i seven = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, -1, 0);
-      _mm256_storeu_ps(dst + q, evens(_mm256_loadu_ps(src + 2 * q), _mm256_maskload_ps(src + 2 * q + 8, seven)));
+      _mm256_storeu_ps(dst + q,
+                       stride2_lanes<false>(_mm256_loadu_ps(src + 2 * q), _mm256_maskload_ps(src + 2 * q + 8, seven)));
       return;
     }
   }
@@ -1125,21 +1136,18 @@ PhaseLayout phase_layout(const WindowGeometry& g) {
 }
 
 // even[t] = src[2t] for t < ⌈w/2⌉ and odd[t] = src[2t + 1] for t < ⌊w/2⌋: a row's two stride-2 phases in one pass.
-// With AVX2, 16 inputs make 8 of each: two loads, a shuffle of each half's even (odd) lanes, a permute of the 64-bit
-// pairs into order (loading the halves crosswise instead, to save the permutes, measured no faster). Two copy_stride2
-// calls a row, each ending on a masked load, were 30 % of mobilenet_v2's 32×32 stride-2 depthwise layer.
+// With AVX2, 16 inputs make 8 of each: two loads, stride2_lanes twice (loading the halves crosswise instead, to save
+// its permutes, measured no faster). Two copy_stride2 calls a row, each ending on a masked load, were 30 % of
+// mobilenet_v2's 32×32 stride-2 depthwise layer.
 template <class T>
 void deinterleave_row(const T* src, int64_t w, T* even, T* odd) {
   int64_t j = 0;
 #if defined(__AVX2__)
   if constexpr (std::is_same_v<T, float>) {
-    const auto in_order = [](__m256 v) {
-      return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(v), _MM_SHUFFLE(3, 1, 2, 0)));
-    };
     for (; j + 16 <= w; j += 16) {
       const __m256 a = _mm256_loadu_ps(src + j), b = _mm256_loadu_ps(src + j + 8);
-      _mm256_storeu_ps(even + j / 2, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0))));
-      _mm256_storeu_ps(odd + j / 2, in_order(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1))));
+      _mm256_storeu_ps(even + j / 2, stride2_lanes<false>(a, b));
+      _mm256_storeu_ps(odd + j / 2, stride2_lanes<true>(a, b));
     }
   }
 #endif
