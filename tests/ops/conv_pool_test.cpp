@@ -501,6 +501,38 @@ TEST(MaxPool, ValuesAloneMatchTheArgmaxPath) {
   }
 }
 
+// Without the indices output, MaxPool's backward on 2×2 windows at stride 2 searches each window again instead of
+// reading an argmax: its gradient must go where the argmax path sends it, ties (the first maximum in the window) and
+// NaN included, an odd image's last row and column zero. The other windows (padding, ceil_mode, dilation, overlap)
+// take the argmax path both ways.
+TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
+  Rng rng(142);
+  Tensor x = random_tensor(rng, {2, 3, 9, 11}, 0, 3, DType::Float32);
+  for (float& v : x.span<float>()) v = std::floor(v);  // few distinct values: windows with tied maxima
+  x.data<float>()[17] = NAN;
+  x.data<float>()[200] = NAN;
+  x.data<float>()[201] = NAN;
+  const Window windows[] = {{{2, 2}, {}, {}}, {{2, 2}, {1, 1, 1, 1}, {}}, {{2, 1}, {0, 2, 1, 0}, {1, 2}},
+                            {{1, 1}, {}, {}}};
+  for (const Window& win : windows) {
+    for (int ceil : {0, 1}) {
+      NodeSpec values = pool_spec("MaxPool", {2, 2}, win, {{"ceil_mode", attr_int(ceil)}});
+      NodeSpec with_indices = values;
+      with_indices.num_outputs = 2;
+      auto a = gradients_of(values, {x});
+      auto b = gradients_of(with_indices, {x});
+      ASSERT_EQ(a.size(), 1u);
+      ASSERT_EQ(b.size(), 1u);
+      ASSERT_EQ(a[0].shape(), b[0].shape());
+      double total = 0;  // each output's gradient of 1 went somewhere
+      for (float v : a[0].span<float>()) total += v;
+      EXPECT_EQ(total, static_cast<double>(run_node(values, {x})[0].numel()));
+      for (int64_t i = 0; i < a[0].numel(); ++i)
+        EXPECT_EQ(a[0].data<float>()[i], b[0].data<float>()[i]) << "element " << i << ", ceil_mode " << ceil;
+    }
+  }
+}
+
 TEST(MaxPool, IntegerInput) {
   Tensor x = Tensor::from<uint8_t>({1, 1, 2, 2}, {3, 200, 7, 1});
   auto out = run_node(pool_spec("MaxPool", {2, 2}), {x});
