@@ -501,10 +501,10 @@ TEST(MaxPool, ValuesAloneMatchTheArgmaxPath) {
   }
 }
 
-// Without the indices output, MaxPool's backward on 2×2 windows at stride 2 searches each window again instead of
-// reading an argmax: its gradient must go where the argmax path sends it, ties (the first maximum in the window) and
-// NaN included, an odd image's last row and column zero. The other windows (padding, ceil_mode, dilation, overlap)
-// take the argmax path both ways.
+// Without the indices output, MaxPool keeps its values alone, and its backward on 2×2 windows at stride 2 searches
+// each window again instead of reading an argmax: the values must be the argmax path's and the gradient must go where
+// it sends it, ties (the first maximum in the window) and NaN (the last) included, an odd image's last row and column
+// zero. The other windows (padding, ceil_mode, dilation, overlap) take the argmax path in the backward.
 TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
   Rng rng(142);
   Tensor x = random_tensor(rng, {2, 3, 9, 11}, 0, 3, DType::Float32);
@@ -519,6 +519,15 @@ TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
       NodeSpec values = pool_spec("MaxPool", {2, 2}, win, {{"ceil_mode", attr_int(ceil)}});
       NodeSpec with_indices = values;
       with_indices.num_outputs = 2;
+      auto y = run_node(values, {x});
+      auto y_and_indices = run_node(with_indices, {x});
+      ASSERT_EQ(y.size(), 1u);
+      ASSERT_EQ(y_and_indices.size(), 2u);
+      ASSERT_EQ(y[0].shape(), y_and_indices[0].shape());
+      for (int64_t i = 0; i < y[0].numel(); ++i) {
+        const float u = y[0].data<float>()[i], v = y_and_indices[0].data<float>()[i];
+        EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << "output " << i << ": " << u << " vs " << v;
+      }
       auto a = gradients_of(values, {x});
       auto b = gradients_of(with_indices, {x});
       ASSERT_EQ(a.size(), 1u);
@@ -526,7 +535,7 @@ TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
       ASSERT_EQ(a[0].shape(), b[0].shape());
       double total = 0;  // each output's gradient of 1 went somewhere
       for (float v : a[0].span<float>()) total += v;
-      EXPECT_EQ(total, static_cast<double>(run_node(values, {x})[0].numel()));
+      EXPECT_EQ(total, static_cast<double>(y[0].numel()));
       for (int64_t i = 0; i < a[0].numel(); ++i)
         EXPECT_EQ(a[0].data<float>()[i], b[0].data<float>()[i]) << "element " << i << ", ceil_mode " << ceil;
     }
