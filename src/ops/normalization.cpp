@@ -603,9 +603,12 @@ Status dropout_forward(ForwardContext& ctx) {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     const T scale = dropout_scale<T>(mode.ratio);
+    // x · (scale or 0) without a branch: the draw is a coin toss at ratio 0.5, and the branch on it a misprediction
+    // every other element (a third of the U-Net's dropout, zoo 17). The same products as with `k ? scale : 0`.
     for (int64_t i = 0; i < x.numel(); ++i) {
-      k[i] = ctx.rng.uniform() < keep_probability;
-      py[i] = px[i] * (k[i] ? scale : T(0));
+      const bool kept = ctx.rng.uniform() < keep_probability;
+      k[i] = kept;
+      py[i] = px[i] * (scale * static_cast<T>(kept));
     }
   });
   if (mask_out && mask_type != DType::Bool) cast_tensor(keep, mask_type, *mask_out);
@@ -633,7 +636,7 @@ Status dropout_backward(BackwardContext& ctx) {
     }
     const T scale = dropout_scale<T>(saved.data<double>()[1]);
     const bool* k = keep.data<bool>();
-    for (int64_t i = 0; i < dy->numel(); ++i) out[i] = g[i] * (k[i] ? scale : T(0));
+    for (int64_t i = 0; i < dy->numel(); ++i) out[i] = g[i] * (scale * static_cast<T>(k[i]));  // branch-free
   });
   return Status::ok();
 }
