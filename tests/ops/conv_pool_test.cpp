@@ -475,6 +475,26 @@ TEST(MaxPool, NaNInTheWindowWins) {
   EXPECT_EQ(out[0].get_as_double(2), 3.0);
 }
 
+// MaxPool `values` (one output) against the same node with its indices output: the same values, NaN where it has
+// NaN. Returns how many outputs there are.
+int64_t expect_values_match_the_argmax_path(const NodeSpec& values, const Tensor& x) {
+  NodeSpec with_indices = values;
+  with_indices.num_outputs = 2;
+  auto a = run_node(values, {x});
+  auto b = run_node(with_indices, {x});
+  EXPECT_EQ(a.size(), 1u);
+  EXPECT_EQ(b.size(), 2u);
+  if (a.size() != 1 || b.size() != 2 || a[0].shape() != b[0].shape()) {
+    ADD_FAILURE() << "outputs differ in number or shape";
+    return 0;
+  }
+  for (int64_t i = 0; i < a[0].numel(); ++i) {
+    const float u = a[0].data<float>()[i], v = b[0].data<float>()[i];
+    EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << "output " << i << ": " << u << " vs " << v;
+  }
+  return a[0].numel();
+}
+
 // Without the indices output, MaxPool keeps the values only (a direct 2-D loop); they must be those the argmax
 // path gives, NaN and padding and ceil_mode included.
 TEST(MaxPool, ValuesAloneMatchTheArgmaxPath) {
@@ -484,20 +504,8 @@ TEST(MaxPool, ValuesAloneMatchTheArgmaxPath) {
   x.data<float>()[200] = NAN;
   const Window windows[] = {{{2, 2}, {1, 1, 1, 1}, {}}, {{2, 1}, {0, 2, 1, 0}, {1, 2}}, {{1, 3}, {}, {2, 1}}};
   for (const Window& win : windows) {
-    for (int ceil : {0, 1}) {
-      NodeSpec values = pool_spec("MaxPool", {3, 3}, win, {{"ceil_mode", attr_int(ceil)}});
-      NodeSpec with_indices = values;
-      with_indices.num_outputs = 2;
-      auto a = run_node(values, {x});
-      auto b = run_node(with_indices, {x});
-      ASSERT_EQ(a.size(), 1u);
-      ASSERT_EQ(b.size(), 2u);
-      ASSERT_EQ(a[0].shape(), b[0].shape());
-      for (int64_t i = 0; i < a[0].numel(); ++i) {
-        const float u = a[0].data<float>()[i], v = b[0].data<float>()[i];
-        EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << i << ": " << u << " vs " << v;
-      }
-    }
+    for (int ceil : {0, 1})
+      expect_values_match_the_argmax_path(pool_spec("MaxPool", {3, 3}, win, {{"ceil_mode", attr_int(ceil)}}), x);
   }
 }
 
@@ -519,15 +527,7 @@ TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
       NodeSpec values = pool_spec("MaxPool", {2, 2}, win, {{"ceil_mode", attr_int(ceil)}});
       NodeSpec with_indices = values;
       with_indices.num_outputs = 2;
-      auto y = run_node(values, {x});
-      auto y_and_indices = run_node(with_indices, {x});
-      ASSERT_EQ(y.size(), 1u);
-      ASSERT_EQ(y_and_indices.size(), 2u);
-      ASSERT_EQ(y[0].shape(), y_and_indices[0].shape());
-      for (int64_t i = 0; i < y[0].numel(); ++i) {
-        const float u = y[0].data<float>()[i], v = y_and_indices[0].data<float>()[i];
-        EXPECT_TRUE(u == v || (std::isnan(u) && std::isnan(v))) << "output " << i << ": " << u << " vs " << v;
-      }
+      const int64_t outputs = expect_values_match_the_argmax_path(values, x);
       auto a = gradients_of(values, {x});
       auto b = gradients_of(with_indices, {x});
       ASSERT_EQ(a.size(), 1u);
@@ -535,7 +535,7 @@ TEST(MaxPoolGradient, ValuesAloneGoWhereTheArgmaxSends) {
       ASSERT_EQ(a[0].shape(), b[0].shape());
       double total = 0;  // each output's gradient of 1 went somewhere
       for (float v : a[0].span<float>()) total += v;
-      EXPECT_EQ(total, static_cast<double>(y[0].numel()));
+      EXPECT_EQ(total, static_cast<double>(outputs));
       for (int64_t i = 0; i < a[0].numel(); ++i)
         EXPECT_EQ(a[0].data<float>()[i], b[0].data<float>()[i]) << "element " << i << ", ceil_mode " << ceil;
     }
