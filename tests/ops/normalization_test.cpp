@@ -410,6 +410,24 @@ TEST(Dropout, DroppedInfinityBecomesNaN) {
   }
 }
 
+// Ratio 1 keeps nothing: every finite output and gradient is 0 (the kept elements' scale, 1 / 0, is inf, and must
+// not meet the dropped ones' 0).
+TEST(Dropout, RatioOneDropsEverythingToZero) {
+  Rng rng(32);
+  Tensor x = random_tensor(rng, {64}, -1, 1, DType::Float32);
+  ExecutorOptions training;
+  training.dropout_training = true;
+  auto out = run_node(node_spec("Dropout", {}, 1, 13), {x, Tensor::scalar<float>(1.0f), Tensor::scalar<bool>(true)},
+                      training);
+  ASSERT_EQ(out.size(), 1u);
+  for (float v : out[0].span<float>()) EXPECT_EQ(v, 0.0f);
+  auto grads = gradients_of(node_spec("Dropout", {}, 1, 13),
+                            {x, Tensor::scalar<float>(1.0f), Tensor::scalar<bool>(true)});
+  ASSERT_FALSE(grads.empty());
+  ASSERT_TRUE(grads[0].defined());
+  for (float v : grads[0].span<float>()) EXPECT_EQ(v, 0.0f);
+}
+
 TEST(Dropout, RejectsRatioOutsideTheUnitInterval) {
   EXPECT_FALSE(try_run_node(node_spec("Dropout", {}, 1, 13), {ones_float({2}), Tensor::scalar<float>(1.5f)}).is_ok());
   EXPECT_FALSE(try_run_node(node_spec("Dropout", {{"ratio", attr_float(-0.1)}}, 1, 10), {ones_float({2})}).is_ok());
