@@ -51,7 +51,7 @@ class Optimizer {
  private:
   template <class T>
   void update(Tensor& w, const Tensor& g, size_t slot, float grad_factor);
-  template <class T, bool kScaled>
+  template <class T, bool kScaled, bool kDecay>
   void update_rule(Tensor& w, const Tensor& g, size_t slot, T grad_factor);
 
   OptimizerConfig config_;
