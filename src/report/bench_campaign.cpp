@@ -281,7 +281,9 @@ Result<std::vector<SubjectResult>> merge_shards(const std::vector<std::string>& 
         into.setup_error = sub.setup_error;  // any shard's failure to set the subject up is the subject's
       }
       if (!sub.setup_error.empty()) {
-        for (int run : shard_runs(ids.size(), runs, s.shard)[at->second])
+        // Held in a variable: a range-for over an element of the temporary would read it after its end.
+        const std::vector<std::vector<int>> planned = shard_runs(ids.size(), runs, s.shard);
+        for (int run : planned[at->second])
           made_by[at->second][static_cast<size_t>(run)] = s.path;  // a subject that cannot run has no runs
         continue;
       }

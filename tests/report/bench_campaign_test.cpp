@@ -93,7 +93,8 @@ struct Campaign {
       if (slices[i].empty()) continue;
       SubjectRuns s = subjects[i];
       s.runs.clear();
-      for (int run : slices[i]) s.runs.push_back(subjects[i].runs[static_cast<size_t>(run)]);
+      if (s.setup_error.empty())  // a subject that could not be set up has no runs in any shard
+        for (int run : slices[i]) s.runs.push_back(subjects[i].runs[static_cast<size_t>(run)]);
       made.push_back(s);
     }
     fs::create_directories(folder);
@@ -117,6 +118,22 @@ TEST(BenchMerge, JoinsFabricatedShardsIntoTheSubjectsRows) {
   EXPECT_EQ(bench_markdown(*rows), bench_markdown(unsharded));
   EXPECT_EQ((*rows)[1].triggered, 1);
   EXPECT_EQ((*rows)[1].runs, 2);
+}
+
+// A subject that no shard could set up (its model missing, say) has no runs: the merge counts its runs as made by
+// the shards it fell to and reports the error in its row. (The sanitizer build saw this path read a temporary's
+// element after its end.)
+TEST(BenchMerge, ASubjectNoShardCouldSetUpKeepsItsErrorAndNoRuns) {
+  ScratchDir dir;
+  Campaign c;
+  c.subjects[1].setup_error = "zoo/b/model.onnx: no such file";
+  for (int i = 1; i <= 2; ++i) c.write(dir.path(""), {i, 2});
+  auto rows = merge_shards({dir.path("")});
+  ASSERT_TRUE(rows) << rows.message();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].runs, 2);
+  EXPECT_EQ((*rows)[1].runs, 0);
+  EXPECT_EQ((*rows)[1].error, "zoo/b/model.onnx: no such file");
 }
 
 // amp-* runs carry the loss scaler's skipped steps: summarized per subject (run by run), kept through a shard
