@@ -1672,10 +1672,16 @@ T select(bool take, T a, T b) {
   return std::bit_cast<T>(static_cast<Bits>((std::bit_cast<Bits>(a) & mask) | (std::bit_cast<Bits>(b) & ~mask)));
 }
 
-// Max-pooling update, as PyTorch's: a larger value or any NaN takes over (so a NaN in the window wins).
+// Max pooling's rule, as PyTorch's: a larger value or any NaN takes over (so a NaN in the window wins).
+template <class T>
+bool takes_over(T v, T best) {
+  return (v > best) | is_nan_value(v);
+}
+
+// Max-pooling update by takes_over; the first value of a window always takes.
 template <class T>
 void take_if_larger(T v, int64_t index, T& best, int64_t& best_index) {
-  const bool take = (best_index < 0) | (v > best) | is_nan_value(v);
+  const bool take = (best_index < 0) | takes_over(v, best);
   best = select(take, v, best);
   best_index = select(take, index, best_index);
 }
@@ -1693,7 +1699,7 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
   const int64_t grid_size = g.grid_size(), image_size = g.image_size(), s = g.stride[g.rank - 1];
   const T empty =
       std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  auto take = [](T v, T best) { return select((v > best) | is_nan_value(v), v, best); };
+  auto take = [](T v, T best) { return select(takes_over(v, best), v, best); };
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     const int64_t taps = g.kernel_size();
     constexpr int64_t kLanes = 16;
@@ -1974,7 +1980,6 @@ template <class T>
 void max_pool_backward_2x2(const WindowGeometry& g, int64_t planes, const T* x, const T* dy, T* dx) {
   const int64_t oh_count = g.grid[0], ow_count = g.grid[1], width = g.image[1];
   const int64_t image_size = g.image_size(), grid_size = g.grid_size();
-  auto takes = [](T v, T best) { return (v > best) | is_nan_value(v); };
   for (int64_t plane = 0; plane < planes; ++plane) {
     for (int64_t oh = 0; oh < oh_count; ++oh) {
       const T* top = x + plane * image_size + 2 * oh * width;
@@ -1984,8 +1989,8 @@ void max_pool_backward_2x2(const WindowGeometry& g, int64_t planes, const T* x, 
       const T* grad_out = dy + plane * grid_size + oh * ow_count;
       for (int64_t ow = 0; ow < ow_count; ++ow) {
         const T a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], d = bottom[2 * ow + 1];
-        const bool right_top = takes(b, a), right_bottom = takes(d, c);
-        const bool below = takes(select(right_bottom, d, c), select(right_top, b, a));
+        const bool right_top = takes_over(b, a), right_bottom = takes_over(d, c);
+        const bool below = takes_over(select(right_bottom, d, c), select(right_top, b, a));
         const bool right = (below & right_bottom) | (!below & right_top);
         const T grad = T(0) + grad_out[ow];
         grad_top[2 * ow] = select(!below & !right, grad, T(0));

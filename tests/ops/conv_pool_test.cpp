@@ -431,6 +431,23 @@ TEST(MaxPool, TakesWindowMaximaAndRowMajorIndices) {
   EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({1, 1, 2, 2}, {6, 8, 16, 18}), out[1]));
 }
 
+// A tie goes to the window's first maximum (PyTorch's rule, in conv_pool.cpp's takes_over), in the indices and in
+// the gradient of both backward paths: the differential tests below share that rule and cannot see it change.
+TEST(MaxPool, ATieGoesToTheFirstMaximum) {
+  const Tensor x = Tensor::from<float>({1, 1, 2, 4}, {5, 5, 1, 7, 5, 5, 7, 7});
+  NodeSpec with_indices = pool_spec("MaxPool", {2, 2}, {{2, 2}, {}, {}});
+  with_indices.num_outputs = 2;
+  auto out = run_node(with_indices, {x});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_TRUE(tensors_close(Tensor::from<int64_t>({1, 1, 1, 2}, {0, 3}), out[1]));
+  const Tensor first = Tensor::from<float>({1, 1, 2, 4}, {1, 0, 0, 1, 0, 0, 0, 0});
+  for (const NodeSpec& spec : {pool_spec("MaxPool", {2, 2}, {{2, 2}, {}, {}}), with_indices}) {
+    auto grads = gradients_of(spec, {x});
+    ASSERT_EQ(grads.size(), 1u);
+    EXPECT_TRUE(tensors_close(first, grads[0], 0, 0)) << spec.num_outputs << " outputs";
+  }
+}
+
 TEST(MaxPool, ColumnMajorIndicesWithStorageOrder) {
   NodeSpec spec = pool_spec("MaxPool", {2, 2}, {{2, 2}, {}, {}}, {{"storage_order", attr_int(1)}});
   spec.num_outputs = 2;
