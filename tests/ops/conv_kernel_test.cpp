@@ -136,12 +136,11 @@ TEST(ConvKernel, TileProductPropagatesNaNAndInfinities) {
 // Whatever tile an output falls in (8, 6, 4, 2 or 1 rows; 1 to 3 packets, masked or not), its sum is the same
 // one, bit for bit: the start value, then each term added in k's order with one multiply-add (a multiply then an
 // add where the target has no FMA). The in-place and fused passes, and the first-producer reports, rely on that.
+// Long rows (k of 2,100 and more) split the columns into panels of a few tiles: the same sums again.
 TEST(ConvKernel, TileProductSumsEveryOutputInTheSameOrder) {
   Rng rng(19);
   auto uniform = [&] { return static_cast<float>(static_cast<double>(rng.next() % 20001) / 7919.0 - 1.3); };
-  for (int64_t m : {1, 2, 4, 5, 6, 7, 10, 12, 15, 16, 23})
-    for (int64_t k : {1, 5, 19})
-      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 25, 33, 40, 41, 57}) {
+  auto check = [&](int64_t m, int64_t k, int64_t n) {
         std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
         std::vector<float> start(static_cast<size_t>(m));
         for (float& v : w) v = uniform();
@@ -163,7 +162,13 @@ TEST(ConvKernel, TileProductSumsEveryOutputInTheSameOrder) {
             ASSERT_EQ(y[static_cast<size_t>(r * n + q)], sum)
                 << fmt::format("m={} k={} n={} y[{}, {}]", m, k, n, r, q);
           }
-      }
+  };
+  for (int64_t m : {1, 2, 4, 5, 6, 7, 10, 12, 15, 16, 23})
+    for (int64_t k : {1, 5, 19})
+      for (int64_t n : {1, 7, 8, 9, 16, 17, 24, 25, 33, 40, 41, 57}) check(m, k, n);
+  for (int64_t m : {5, 13})
+    for (int64_t k : {2100, 4500})
+      for (int64_t n : {17, 40, 57}) check(m, k, n);
 }
 
 TEST(ConvKernel, DotProductRowsKeepsDenormals) {
