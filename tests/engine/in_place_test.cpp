@@ -230,6 +230,64 @@ TEST(InPlace, BatchNormalizationWithItsClampPropagatesAsApart) {
   }
 }
 
+// A late layer's shape (1,100 channels of 2×2: the fused pass normalises and clamps runs of 1,024 channels): every
+// value is the formula's, clamped, bit for bit. Channel 1,050 has zero variance: with finite inputs the
+// BatchNormalization is the first producer of its Inf, at its first element; a NaN arriving in the second run
+// reaches the output as apart, and then no node is the first producer.
+TEST(InPlace, AFusedBatchNormalizationOverRunsOfChannelsGivesTheFormulasBits) {
+  const int64_t channels = 1100, inner = 4;
+  std::vector<float> scale, bias, mean, var, finite_x;
+  for (int64_t c = 0; c < channels; ++c) {
+    scale.push_back(0.5f + static_cast<float>(c % 7) / 5.0f);
+    bias.push_back(static_cast<float>(c % 11) / 3.0f - 1.5f);
+    mean.push_back(static_cast<float>(c % 5) / 7.0f + 0.01f);
+    var.push_back(c == 1050 ? 0.0f : 0.1f + static_cast<float>(c % 13) / 9.0f);
+    for (int64_t i = 0; i < inner; ++i) finite_x.push_back(static_cast<float>((c * inner + i) % 17) / 4.0f - 2.0f);
+  }
+  auto tensor = [](Shape shape, const std::vector<float>& v) {
+    Tensor t(DType::Float32, shape);
+    std::copy(v.begin(), v.end(), t.data<float>());
+    return t;
+  };
+  const Graph g = GraphBuilder()
+                      .input("x", DType::Float32, {1, channels, 2, 2})
+                      .constant("scale", tensor({channels}, scale))
+                      .constant("bias", tensor({channels}, bias))
+                      .constant("mean", tensor({channels}, mean))
+                      .constant("var", tensor({channels}, var))
+                      .constant("lo", Tensor::from<float>({}, {0.0f}))
+                      .constant("hi", Tensor::from<float>({}, {6.0f}))
+                      .node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"b"},
+                            {{"epsilon", attr_float(0.0)}})
+                      .node("Clip", {"b", "lo", "hi"}, {"y"})
+                      .output("y")
+                      .build();
+  for (bool nan_input : {false, true}) {
+    SCOPED_TRACE(nan_input ? "a NaN input" : "finite inputs");
+    std::vector<float> xs = finite_x;
+    if (nan_input) xs[1030 * inner + 1] = kQuietNaN;
+    const Tensor x = tensor({1, channels, 2, 2}, xs);
+    expect_as_separate_buffers(g, x);
+    const Executor ex = run(g, true, x);
+    const float* y = ex.value(g.find_value("y")).data<float>();
+    for (int64_t i = 0; i < channels * inner; ++i) {
+      const auto c = static_cast<size_t>(i / inner);
+      const float a = scale[c] * (1.0f / std::sqrt(var[c]));
+      const float b = (xs[static_cast<size_t>(i)] - mean[c]) * a + bias[c];
+      if (std::isnan(b)) {
+        ASSERT_TRUE(std::isnan(y[i])) << "element " << i;
+      } else {
+        ASSERT_EQ(y[i], std::min(std::max(b, 0.0f), 6.0f)) << "element " << i;
+      }
+    }
+    const NonFiniteEvent& e = ex.forward_event();
+    ASSERT_EQ(e.found, !nan_input);
+    if (nan_input) continue;
+    EXPECT_EQ(e.op_type, "BatchNormalization");
+    EXPECT_EQ(e.first_index, (std::vector<int64_t>{0, 1050, 0, 0}));
+  }
+}
+
 // With var 0 and epsilon 0, the BatchNormalization divides by 0: it is the first producer, though the Clip after
 // it clamps its +Inf to 6. The report names it, with the operands at its first non-finite element, as when the two
 // run apart.

@@ -39,6 +39,34 @@ TEST(BatchNormalization, InferenceUsesTheRunningStatistics) {
   }
 }
 
+// Float32, every channel width the kernel has a loop for (1, 4, 16 and 64 values: grids of 1×1 to 8×8) and others,
+// batches of 1 and 3: each value is (x − mean)·(scale·(1/√(var + ε))) + bias, rounded as written, bit for bit.
+TEST(BatchNormalization, EveryChannelWidthGivesTheFormulasBits) {
+  Rng rng(23);
+  const int64_t channels = 37;
+  for (int64_t batch : {1, 3})
+    for (const std::vector<int64_t>& grid : std::vector<std::vector<int64_t>>{{1, 1}, {2, 2}, {4, 4}, {8, 8}, {1, 5},
+                                                                           {3, 3}, {16, 16}, {7}}) {
+      Shape shape{batch, channels};
+      int64_t inner = 1;
+      for (int64_t d : grid) shape.push_back(d), inner *= d;
+      const DType f32 = DType::Float32;
+      std::vector<Tensor> in = {random_tensor(rng, shape, -3, 3, f32), random_tensor(rng, {channels}, 0.5, 1.5, f32),
+                                random_tensor(rng, {channels}, -1, 1, f32), random_tensor(rng, {channels}, -1, 1, f32),
+                                random_tensor(rng, {channels}, 0.01, 2, f32)};
+      const float eps = 1e-3f;
+      auto out = run_node(node_spec("BatchNormalization", {{"epsilon", attr_float(eps)}}), in);
+      ASSERT_EQ(out.size(), 1u);
+      const float *x = in[0].data<float>(), *scale = in[1].data<float>(), *bias = in[2].data<float>(),
+                  *mean = in[3].data<float>(), *var = in[4].data<float>(), *y = out[0].data<float>();
+      for (int64_t i = 0; i < in[0].numel(); ++i) {
+        const int64_t c = i / inner % channels;
+        const float a = scale[c] * (1.0f / std::sqrt(var[c] + eps));
+        ASSERT_EQ(y[i], (x[i] - mean[c]) * a + bias[c]) << fmt::format("shape {} element {}", shape.str(), i);
+      }
+    }
+}
+
 TEST(BatchNormalization, ZeroVarianceWithoutEpsilonGivesInfinityAndNaN) {
   Tensor x = Tensor::from<float>({1, 1, 2}, {1, 2});
   Tensor one = Tensor::from<float>({1}, {1}), zero = Tensor::from<float>({1}, {0}),
