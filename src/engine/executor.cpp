@@ -168,11 +168,28 @@ Result<Executor> Executor::create(const Graph& graph, ExecutorOptions options) {
     }
   }
   ex.states_.resize(graph.nodes.size());
+  ex.kept_scratch_.resize(graph.nodes.size());
   ex.last_use_.assign(nv, -1);
   for (size_t n = 0; n < graph.nodes.size(); ++n)
     for (ValueId in : graph.nodes[n].inputs)
       if (in != kNoValue) ex.last_use_[static_cast<size_t>(in)] = static_cast<int64_t>(n);
   for (ValueId out : graph.outputs) ex.last_use_[static_cast<size_t>(out)] = std::numeric_limits<int64_t>::max();
+  ex.release_begin_.assign(graph.nodes.size() + 1, 0);
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    const Node& node = graph.nodes[n];
+    ex.release_begin_[n] = static_cast<uint32_t>(ex.release_list_.size());
+    for (const auto* ids : {&node.inputs, &node.outputs})
+      for (ValueId id : *ids) {
+        if (id == kNoValue || graph.value(id).kind != ValueKind::Intermediate ||
+            ex.last_use_[static_cast<size_t>(id)] > static_cast<int64_t>(n))
+          continue;
+        const std::pair<int32_t, int32_t> entry{id, graph.value(id).producer};
+        if (std::find(ex.release_list_.begin() + ex.release_begin_[n], ex.release_list_.end(), entry) ==
+            ex.release_list_.end())
+          ex.release_list_.push_back(entry);
+      }
+  }
+  ex.release_begin_.back() = static_cast<uint32_t>(ex.release_list_.size());
   ex.args_.resize(graph.nodes.size());
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     const Node& node = graph.nodes[n];
@@ -282,21 +299,33 @@ void Executor::note_forward_nonfinite(size_t n) {
   }
 }
 
-// With release_dead_values: frees node n's scratch, the inputs no later node reads and the outputs none reads, but
-// not what constant folding keeps for the passes after (small shape arithmetic, Constants).
+// A forward-only pass keeps a node's scratch for the next when it is small (an offset table, per-channel factors)
+// and all it keeps stays small: ShuffleNet's 784 nodes allocated, zeroed and freed their tables and slots every
+// pass. Larger scratch (a column matrix) is freed, as what holds the pass's peak.
+constexpr size_t kKeptScratchBytes = 16 << 10, kKeptScratchTotal = 1 << 20;
+
+void Executor::release_scratch(size_t n) {
+  NodeState& state = states_[n];
+  if (state.saved.empty()) return;
+  size_t bytes = 0;
+  for (const Tensor& t : state.saved) bytes += t.capacity_bytes();
+  const size_t others = kept_scratch_total_ - kept_scratch_[n];
+  const bool keep = bytes <= kKeptScratchBytes && others + bytes <= kKeptScratchTotal;
+  // clear(), not a fresh NodeState: a std::deque allocates even empty.
+  if (!keep) state.saved.clear();
+  kept_scratch_[n] = keep ? bytes : 0;
+  kept_scratch_total_ = others + kept_scratch_[n];
+}
+
+// With release_dead_values: frees node n's scratch (but what release_scratch keeps), the inputs no later node reads
+// and the outputs none reads, but not what constant folding keeps for the passes after (small shape arithmetic,
+// Constants).
 void Executor::release_dead_values(size_t n) {
-  const Node& node = graph_->nodes[n];
-  // clear(), not a fresh NodeState: a std::deque allocates even empty, and most nodes keep nothing.
-  if (!states_[n].saved.empty()) states_[n].saved.clear();
-  auto release = [&](ValueId id) {
-    const auto i = static_cast<size_t>(id);
-    if (id == kNoValue || graph_->value(id).kind != ValueKind::Intermediate) return;
-    const int32_t producer = graph_->value(id).producer;
-    if (producer >= 0 && folds_[static_cast<size_t>(producer)].holds) return;
-    if (last_use_[i] <= static_cast<int64_t>(n)) values_[i] = Tensor{};
-  };
-  for (ValueId in : node.inputs) release(in);
-  for (ValueId out : node.outputs) release(out);
+  release_scratch(n);
+  for (uint32_t k = release_begin_[n]; k < release_begin_[n + 1]; ++k) {
+    const auto [value, producer] = release_list_[k];
+    if (producer < 0 || !folds_[static_cast<size_t>(producer)].holds) values_[static_cast<size_t>(value)] = Tensor{};
+  }
 }
 
 namespace {
