@@ -337,6 +337,26 @@ void window_offsets(const WindowGeometry& g, int64_t* offsets) {
         }
 }
 
+// window_offsets of g in `table`, worked out again only when `key` does not hold g's numbers: a node's scratch
+// outlives its pass (always in a hunt, when small in a forward-only run: Executor::release_scratch), and working the
+// tables out again each pass was 2 % of ShuffleNet's forward (its depthwise convs on small grids).
+const int64_t* cached_window_offsets(const WindowGeometry& g, Tensor& table, Tensor& key) {
+  const std::array<int64_t, 12> numbers{g.image[0],    g.image[1],    g.grid[0],      g.grid[1],
+                                        g.kernel[0],   g.kernel[1],   g.stride[0],    g.stride[1],
+                                        g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
+  const auto held = [&] {
+    return key.dtype() == DType::Int64 && key.numel() == 12 &&
+           std::equal(numbers.begin(), numbers.end(), key.data<int64_t>()) && table.dtype() == DType::Int64 &&
+           table.numel() == g.grid_size() * g.kernel_size();
+  };
+  if (held()) return table.data<int64_t>();
+  table.resize(DType::Int64, Shape{g.grid_size() * g.kernel_size()});
+  window_offsets(g, table.data<int64_t>());
+  key.resize(DType::Int64, Shape{12});
+  std::copy(numbers.begin(), numbers.end(), key.data<int64_t>());
+  return table.data<int64_t>();
+}
+
 // The transposed column matrix (p × k) of a small 2-D grid straight from the image: t[point, c·taps + tap] =
 // image[c, offset(point, tap)], 0 in the padding, one table look-up per element (no per-row set-up, no transpose
 // after: for layer4 at 64×64, im2col set up 4,608 rows of 4 points each).
@@ -1209,10 +1229,7 @@ void depthwise_small(const ConvShape& cs, const T* x, const T* w, const T* bias,
   const WindowGeometry& g = cs.geom;
   const int64_t image = g.image_size(), grid = g.grid_size(), taps = g.kernel_size();
   const int64_t out_channels = cs.groups * cs.grid_channels;
-  Tensor& table = state.slot(7);
-  table.resize(DType::Int64, Shape{grid * taps});
-  int64_t* offsets = table.data<int64_t>();
-  window_offsets(g, offsets);
+  const int64_t* offsets = cached_window_offsets(g, state.slot(7), state.slot(8));
   const int64_t planes = cs.batch * cs.groups, grain = grain_for(taps * grid * cs.grid_channels);
   // One output plane per input plane (no channel multiplier, as in the MobileNets): blocks of kLanes planes at once,
   // the planes transposed to position-major (each position's kLanes values together), so that each (point, kernel
@@ -1710,10 +1727,7 @@ void max_pool_values(const WindowGeometry& g, int64_t planes, const T* x, NodeSt
       // of −inf; the kernel offsets in the same order as on the phase planes, the new value first. The phase
       // planes' per-plane set-up cost several times the comparisons there.
       using Lanes = Eigen::Array<T, kLanes, 1>;
-      Tensor& table = state.slot(4);
-      table.resize(DType::Int64, Shape{grid_size * taps});
-      const int64_t* offsets = table.data<int64_t>();
-      window_offsets(g, table.data<int64_t>());
+      const int64_t* offsets = cached_window_offsets(g, state.slot(4), state.slot(8));
       T* xt = scratch<T>(state, 5, image_size + 1, kLanes);  // [position · kLanes + lane], then the padding row
       std::fill_n(xt + image_size * kLanes, kLanes, empty);
       int64_t plane = 0;
