@@ -83,19 +83,21 @@ void for_each_in_channel(const BatchNormLayout& l, int64_t c, F&& f) {
   }
 }
 
-// y = (x − mean[c])·(scale[c]·invstd[c]) + bias[c] over one channel: a plain loop the compiler vectorises (the same
-// operations per element, in the same order).
+// y = (x − mean[c])·(scale[c]·invstd[c]) + bias[c] over one channel, through Eigen's arrays so that it is
+// vectorised (the same operations per element, in the same order).
 template <class T>
 void normalize_channel(const BatchNormLayout& l, int64_t c, const T* x, T mean, T a, T bias, T* y) {
+  using Row = Eigen::Array<T, Eigen::Dynamic, 1>;
   for (int64_t n = 0; n < l.batch; ++n) {
     const int64_t base = (n * l.channels + c) * l.inner;
-    for (int64_t i = base; i < base + l.inner; ++i) y[i] = (x[i] - mean) * a + bias;
+    Eigen::Map<Row>(y + base, l.inner) = (Eigen::Map<const Row>(x + base, l.inner) - mean) * a + bias;
   }
 }
 
 // The same over channels [c0, c1) of one item of I values a channel, I known to the compiler, which then vectorises
-// across channels: a late layer's channels of 1 to 64 values (grids of 1×1 to 8×8) cost a loop's setup each as
-// above (mobilenet_v2's 960 channels at 2×2: 6 µs a node, 2.5 µs this way).
+// across channels: a late layer's channels of 1 to 64 values (grids of 1×1 to 8×8) cost an Eigen expression's
+// setup each above (mobilenet_v2's 960 channels at 2×2: 6 µs a node, 3 µs this way). Longer channels keep Eigen's
+// loop, which measured 10 % faster than a plain one at 16×16 and 32×32.
 template <class T, int I>
 void normalize_item_channels(int64_t c0, int64_t c1, const T* x, const T* mean, const T* a, const T* bias, T* y) {
   for (int64_t c = c0; c < c1; ++c)
