@@ -856,12 +856,8 @@ Status TargetSearch::craft_training_batch(int64_t it) {
   for (size_t k = 0; k < params_.size(); ++k) {
     const Tensor& d = objective_weight_grad_[k];
     if (!d.defined()) continue;
-    const Tensor& w = ex_->value(params_[k]);
-    for (int64_t i = 0; i < d.numel(); ++i) {
-      const double di = d.get_as_double(i), wi = w.get_as_double(i);
-      d2 += di * di;
-      w2 += wi * wi;
-    }
+    d2 = sum_of_squares(d, d2);
+    w2 = sum_of_squares(ex_->value(params_[k]), w2);
   }
   if (!(d2 > 0) || !std::isfinite(d2)) return Status::ok();  // no trained weight moves the objective now
   const double norm = std::sqrt(d2);
@@ -936,9 +932,7 @@ void TargetSearch::note_masked(HazardOutcome& out, const NonFiniteEvent& e, int6
 }
 
 double rms(const Tensor& t) {
-  double s = 0;
-  for (int64_t i = 0; i < t.numel(); ++i) s += t.get_as_double(i) * t.get_as_double(i);
-  return t.numel() > 0 ? std::sqrt(s / static_cast<double>(t.numel())) : 0;
+  return t.numel() > 0 ? std::sqrt(sum_of_squares(t) / static_cast<double>(t.numel())) : 0;
 }
 
 double rms_difference(const Tensor& a, const Tensor& b) {

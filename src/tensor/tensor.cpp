@@ -135,6 +135,21 @@ int64_t Tensor::get_as_int(int64_t i) const {
   return r;
 }
 
+double sum_of_squares(const Tensor& t, double start) {
+  double sum = start;
+  const bool typed = dispatch_float(t.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* p = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double v = static_cast<double>(p[i]);
+      sum += v * v;
+    }
+  });
+  if (!typed)
+    for (int64_t i = 0; i < t.numel(); ++i) sum += t.get_as_double(i) * t.get_as_double(i);
+  return sum;
+}
+
 std::vector<int64_t> Tensor::to_int_vector() const {
   std::vector<int64_t> v(static_cast<size_t>(numel()));
   for (int64_t i = 0; i < numel(); ++i) v[static_cast<size_t>(i)] = get_as_int(i);

@@ -117,6 +117,10 @@ class Tensor {
   std::size_t capacity_ = 0;
 };
 
+// start + Σ t[i]² in double, the terms added in i's order: the same sum as a loop over get_as_double, read typed for
+// float tensors (the hunt sums a model's weights and their gradients this way every crafted-training iteration).
+double sum_of_squares(const Tensor& t, double start = 0);
+
 // Converts `src` to dtype `to` into `dst` (numpy/ONNX Cast semantics: float→int truncates toward zero).
 void cast_tensor(const Tensor& src, DType to, Tensor& dst);
 
