@@ -29,12 +29,12 @@ struct ExecutorOptions {
   // weight, node output and gradient to the format; amp-* round those autocast computes in it.
   Precision precision = Precision::Fp32;
   // Frees each intermediate value, and each node's scratch (but up to 1 MiB of small scratch kept for the next pass:
-  // Executor::kept_scratch_bytes), once its last consumer has run: a one-shot
-  // forward-only run (grist run without --dump or --backward) then holds the weights and the live activations,
-  // not every activation. value() of a freed id is an undefined tensor; graph outputs are kept; backward()
-  // refuses to run. A later forward() recomputes everything (and allocates again). Such a pass (float32) also computes
-  // elementwise tails in place and a BatchNormalization or Add with its Relu/Clip in one pass (OpDef::in_place,
-  // ops/fused_tail.h), with the same values and the same first-producer report.
+  // Executor::kept_scratch_bytes), once its last consumer has run: a one-shot forward-only run (grist run without
+  // --dump or --backward) then holds the weights and the live activations, not every activation. value() of a freed id
+  // is an undefined tensor; graph outputs are kept; backward() refuses to run. A later forward() recomputes everything
+  // (and allocates its values again). Such a pass (float32) also computes elementwise tails in place and a
+  // BatchNormalization or Add with its Relu/Clip in one pass (OpDef::in_place, ops/fused_tail.h), with the same values
+  // and the same first-producer report.
   bool release_dead_values = false;
   // Runs constant shape arithmetic once and skips it while its inputs stay (graph/constant_folding.h); a pass with
   // release_dead_values frees none of what it keeps.
