@@ -94,31 +94,31 @@ void normalize_channel(const BatchNormLayout& l, int64_t c, const T* x, T mean, 
   }
 }
 
-// The same over channels [c0, c1) of one item of I values a channel, I known to the compiler, which then vectorises
-// across channels: a late layer's channels of 1 to 64 values (grids of 1×1 to 8×8) cost an Eigen expression's
-// setup each above (mobilenet_v2's 960 channels at 2×2: 6 µs a node, 3 µs this way). Longer channels keep Eigen's
-// loop, which measured 10 % faster than a plain one at 16×16 and 32×32.
+// The same over channels [c0, c1) of every item, with I values a channel known to the compiler, which then
+// vectorises across channels: a late layer's channels of 1 to 64 values (grids of 1×1 to 8×8) cost an Eigen
+// expression's setup each above (mobilenet_v2's 960 channels at 2×2: 6 µs a node, 3 µs this way). Longer channels
+// keep Eigen's loop, which measured 10 % faster than a plain one at 16×16 and 32×32.
 template <class T, int I>
-void normalize_item_channels(int64_t c0, int64_t c1, const T* x, const T* mean, const T* a, const T* bias, T* y) {
-  for (int64_t c = c0; c < c1; ++c)
-    for (int i = 0; i < I; ++i) y[c * I + i] = (x[c * I + i] - mean[c]) * a[c] + bias[c];
+void normalize_fixed_width(const BatchNormLayout& l, int64_t c0, int64_t c1, const T* x, const T* mean, const T* a,
+                           const T* bias, T* y) {
+  for (int64_t n = 0; n < l.batch; ++n) {
+    const int64_t item = n * l.channels * I;
+    for (int64_t c = c0; c < c1; ++c)
+      for (int i = 0; i < I; ++i) y[item + c * I + i] = (x[item + c * I + i] - mean[c]) * a[c] + bias[c];
+  }
 }
 
 // normalize_channel for channels [c0, c1), with the factors a[c].
 template <class T>
 void normalize_channels(const BatchNormLayout& l, int64_t c0, int64_t c1, const T* x, const T* mean, const T* a,
                         const T* bias, T* y) {
-  for (int64_t n = 0; n < l.batch; ++n) {
-    const int64_t item = n * l.channels * l.inner;
-    switch (l.inner) {
-      case 1: normalize_item_channels<T, 1>(c0, c1, x + item, mean, a, bias, y + item); continue;
-      case 4: normalize_item_channels<T, 4>(c0, c1, x + item, mean, a, bias, y + item); continue;
-      case 16: normalize_item_channels<T, 16>(c0, c1, x + item, mean, a, bias, y + item); continue;
-      case 64: normalize_item_channels<T, 64>(c0, c1, x + item, mean, a, bias, y + item); continue;
-      default: break;
-    }
-    const BatchNormLayout one{1, l.channels, l.inner};
-    for (int64_t c = c0; c < c1; ++c) normalize_channel(one, c, x + item, mean[c], a[c], bias[c], y + item);
+  switch (l.inner) {
+    case 1: return normalize_fixed_width<T, 1>(l, c0, c1, x, mean, a, bias, y);
+    case 4: return normalize_fixed_width<T, 4>(l, c0, c1, x, mean, a, bias, y);
+    case 16: return normalize_fixed_width<T, 16>(l, c0, c1, x, mean, a, bias, y);
+    case 64: return normalize_fixed_width<T, 64>(l, c0, c1, x, mean, a, bias, y);
+    default:
+      for (int64_t c = c0; c < c1; ++c) normalize_channel(l, c, x, mean[c], a[c], bias[c], y);
   }
 }
 
@@ -705,16 +705,18 @@ Status batch_norm_clamped(ForwardContext& ctx, Clamp clamp, bool& finite) {
   constexpr int64_t kRun = 4096;
   float* out = y.data<float>();
   const float* a = channel_factors(d.scale, d.var, eps, l.channels, ctx.state.slot(2));
-  if (l.batch != 1) normalize_channels(l, 0, l.channels, d.x, d.mean, a, d.bias, out);
-  bool nonfinite = false;
-  const int64_t run = l.batch == 1 ? std::max<int64_t>(1, (kRun + l.inner - 1) / std::max<int64_t>(1, l.inner)) : 0;
-  for (int64_t c0 = 0; run > 0 && c0 < l.channels; c0 += run) {
+  if (l.batch != 1) {
+    normalize_channels(l, 0, l.channels, d.x, d.mean, a, d.bias, out);
+    finite = clamp_row(out, y.numel(), clamp);
+    return Status::ok();
+  }
+  finite = true;
+  const int64_t run = std::max<int64_t>(1, (kRun + l.inner - 1) / std::max<int64_t>(1, l.inner));  // channels
+  for (int64_t c0 = 0; c0 < l.channels; c0 += run) {
     const int64_t c1 = std::min(l.channels, c0 + run);
     normalize_channels(l, c0, c1, d.x, d.mean, a, d.bias, out);
-    nonfinite |= !clamp_row(out + c0 * l.inner, (c1 - c0) * l.inner, clamp);
+    finite &= clamp_row(out + c0 * l.inner, (c1 - c0) * l.inner, clamp);
   }
-  if (l.batch != 1) nonfinite = !clamp_row(out, y.numel(), clamp);
-  finite = !nonfinite;
   return Status::ok();
 }
 
