@@ -298,9 +298,11 @@ Status Dataset::fill(const Source& s, Tensor& out, const std::vector<int64_t>& r
   }
   // Random draws: uniform or normal, preprocessed, in the input's type.
   Tensor draw(DType::Float64, shape);
-  for (double& v : draw.span<double>())
-    v = s.spec.source == InputSource::Normal ? rng_.normal(s.spec.normal_mean, s.spec.normal_std)
-                                  : rng_.uniform(s.spec.uniform_lo, s.spec.uniform_hi);
+  if (s.spec.source == InputSource::Normal) {
+    rng_.fill_normal(draw.data<double>(), draw.numel(), s.spec.normal_mean, s.spec.normal_std);
+  } else {
+    for (double& v : draw.span<double>()) v = rng_.uniform(s.spec.uniform_lo, s.spec.uniform_hi);
+  }
   const int64_t per = s.sample_shape.numel();
   for (int64_t r = 0; r < draw.numel() / std::max<int64_t>(per, 1); ++r)
     preprocess_sample(s.spec, s.channels, s.inner, draw.data<double>() + r * per, per);
