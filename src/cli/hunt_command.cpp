@@ -243,9 +243,9 @@ int hunt_main(const HuntFlags& f, std::chrono::steady_clock::time_point process_
   progress.clear();
   if (!report) return fail(fmt::format("{}: {}", manifest->model, report.message()));
   if (f.timings) {
-    // Where a quick trigger's wall time goes: what the process did before the first iteration, then the searches.
-    double search_s = 0;
-    for (const HazardOutcome& out : report->outcomes) search_s += out.seconds;
+    // Where a quick trigger's wall time goes: what the process did before the first iteration, then the searches
+    // (which go on past a race's finding until the course's inputs have had their turn).
+    const double search_s = report->search_seconds;
     const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - process_start).count();
     std::fprintf(stderr,
                  "timings: import %.4f s, data %.4f s, interval scan %.4f s, other set-up %.4f s, searches %.4f s; "

@@ -1601,9 +1601,12 @@ Result<HazardOutcome> run_races(const Graph& g, const HuntOptions& o, const std:
   const auto start = Clock::now();
   auto run_twin = [&](TargetSearch& twin, RaceSignal& signal, Result<HazardOutcome>& out, std::string_view name) {
     try {
-      // On the thread, the training twin, after the weights twin, ends with the course's budget.
-      const double left = by_iterations ? budget_s : std::max(0.0, budget_s - seconds_between(start, Clock::now()));
-      out = twin.run(left, index, count);
+      // On the thread, the training twin, after the weights twin, ends with the course's budget; its seconds
+      // count from the course's start, as the course's do, so that the races compare them (and a report says
+      // when in the hazard's search it fired).
+      const double begun = by_iterations ? 0.0 : seconds_between(start, Clock::now());
+      out = twin.run(std::max(0.0, budget_s - begun), index, count);
+      if (out) out->seconds += begun;
     } catch (const std::exception& e) {
       out = make_error("the {} race: {}", name, e.what());
     }
@@ -1707,7 +1710,9 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
       if (outcome) search.finish_turn();
       return outcome;
     };
+    const auto searches_start = Clock::now();
     GRIST_TRY(hunt_interleaved(plan, o, start, run_turn, report));
+    report.search_seconds = seconds_between(searches_start, Clock::now());
     report.seconds = seconds_between(start, Clock::now());
     return report;
   }
@@ -1728,12 +1733,14 @@ Result<HuntReport> hunt(const Graph& model, const HuntOptions& o) {
     for (size_t j = i; j < plan.size(); ++j) shares_left += plan[j].share;
     const double budget = std::max(0.0, left * plan[i].share / shares_left);
     const Checkpoint* resumed_from = checkpoint ? &*checkpoint : nullptr;
+    const auto search_start = Clock::now();
     auto outcome = races_weights(o) || races_training(o)
                        ? run_races(g, o, report.hazards, *plan[i].site, *data, resumed_from, budget,
                                    static_cast<int>(i) + 1, static_cast<int>(plan.size()))
                        : TargetSearch(g, o, report.hazards, *plan[i].site, *data, resumed_from)
                              .run(budget, static_cast<int>(i) + 1, static_cast<int>(plan.size()));
     if (!outcome) return outcome.error();
+    report.search_seconds += seconds_between(search_start, Clock::now());
     bool fired = outcome->triggered;
     report.interrupted = outcome->stopped == "interrupted";
     report.outcomes.push_back(std::move(outcome).value());

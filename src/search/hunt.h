@@ -161,6 +161,9 @@ struct HuntReport {
   double seconds = 0;       // in all, the scan included
   double scan_seconds = 0;  // of which the interval scan that ordered the hazards
   double data_seconds = 0;  // and loading the data (a streamed file's rows go on arriving in the background)
+  // and the searches, from each one's start to its end: past a finding's `seconds` where the course went on
+  // after a race's finding to give its inputs their turn
+  double search_seconds = 0;
 };
 
 Result<HuntReport> hunt(const Graph& g, const HuntOptions& options);
