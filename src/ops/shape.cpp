@@ -301,11 +301,13 @@ Status view_assign_backward(BackwardContext& c) {
   Tensor* gx = c.grad_input(0);
   if (!gx) return Status::ok();
   const Tensor& x = *c.input(0);
-  gx->resize_zero(x.dtype(), x.shape());
   const Tensor* gy = c.grad_output(0);
   StridedView v;
   Shape out;
   GRIST_TRY(View(c, x.shape(), v, out));
+  // A view that reads every element (Transpose) writes every one back: no zeros first.
+  if (v.numel() == x.numel()) gx->resize(x.dtype(), x.shape());
+  else gx->resize_zero(x.dtype(), x.shape());
   copy_strided(v, *gy, *gx, StridedDirection::ContiguousToView);
   return Status::ok();
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "ops/kernel_util.h"
+#include "ops/transpose_block.h"
 
 namespace grist {
 
@@ -138,13 +139,38 @@ void for_each_strided_row(const StridedView& v, F&& row) {
 // bytes (std::memcpy of a fixed size compiles to a plain load/store), so every dtype shares one path.
 enum class StridedDirection { ViewToContiguous, ContiguousToView };
 
+// The view is a batch of transposed matrices when, coalesced, it reads [B, R, C] with strides [R·C, 1, R]: each
+// contiguous [C, R] block of the strided side is the transpose of an [R, C] block of the contiguous one. Returns R
+// and C (0, 0 otherwise). TensorFlow's models move NHWC to NCHW and back this way around every convolution.
+inline std::pair<int64_t, int64_t> batched_transpose(const StridedView& v) {
+  if (v.rank < 2 || v.rank > 3 || v.offset != 0) return {0, 0};
+  const auto last = static_cast<size_t>(v.rank - 1);
+  const int64_t r = v.dims[last - 1], c = v.dims[last];
+  if (v.strides[last - 1] != 1 || v.strides[last] != r) return {0, 0};
+  if (v.rank == 3 && v.strides[0] != r * c) return {0, 0};
+  return {r, c};
+}
+
 inline void copy_strided(const StridedView& v, const Tensor& src, Tensor& dst, StridedDirection dir) {
   const size_t es = dtype_size(src.dtype());
+  const bool gather = dir == StridedDirection::ViewToContiguous;
+  if (const auto [r, c] = batched_transpose(v); r > 0 && (src.dtype() == DType::Float32 || src.dtype() == DType::Float64)) {
+    dispatch_float(src.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      const T* s = src.data<T>();
+      T* d = dst.data<T>();
+      const int64_t batch = v.rank == 3 ? v.dims[0] : 1;
+      for (int64_t b = 0; b < batch; ++b) {
+        if (gather) transpose_into(s + b * r * c, c, r, r, d + b * r * c, c);
+        else transpose_into(s + b * r * c, r, c, c, d + b * r * c, r);
+      }
+    });
+    return;
+  }
   dispatch_bytes(es, [&](auto tag) {
     constexpr size_t kSize = sizeof(tag);
     const std::byte* s = src.raw();
     std::byte* d = dst.raw();
-    const bool gather = dir == StridedDirection::ViewToContiguous;
     for_each_strided_row(v, [&](int64_t o, int64_t j, int64_t n, int64_t step) {
       std::byte* contiguous_out = d + o * static_cast<int64_t>(kSize);
       if (step == 1) {

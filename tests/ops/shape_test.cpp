@@ -149,6 +149,35 @@ TEST(Transpose, Gradient) {
   expect_gradient_matches(Spec("Transpose").attr("perm", attr_ints({2, 0, 3, 1})), {random_tensor(rng, {2, 3, 2, 3})});
 }
 
+// NCHW to NHWC and back, TensorFlow's models' moves around each convolution, go through a kernel of their own
+// (batches of matrices transposed in 8×8 packet blocks): every element where numpy puts it, with the blocks' edges
+// (5 channels, 63 positions) and whole blocks (16 and 16), in float and double, and the gradient that moves back.
+TEST(Transpose, ChannelsToLastAndBackAsBatchedMatrices) {
+  for (const Shape& shape : {Shape{3, 5, 7, 9}, Shape{2, 16, 4, 4}, Shape{1, 9, 1, 17}}) {
+    for (const std::vector<int64_t>& perm : {std::vector<int64_t>{0, 2, 3, 1}, std::vector<int64_t>{0, 3, 1, 2},
+                                             std::vector<int64_t>{1, 0}}) {
+      const Shape in = perm.size() == 2 ? Shape{shape[1], shape[2] * shape[3]} : shape;
+      for (DType dtype : {DType::Float32, DType::Float64}) {
+        const Tensor x = iota(in, dtype);
+        const Tensor y = run1(Spec("Transpose").attr("perm", attr_ints(perm)), {x});
+        ASSERT_EQ(y.shape().rank(), in.rank());
+        // y[i] = x[j] with j[perm[d]] = i[d].
+        std::vector<int64_t> i(perm.size(), 0);
+        for (int64_t o = 0; o < y.numel(); ++o) {
+          int64_t rest = o, flat = 0, stride = 1;
+          for (size_t d = perm.size(); d-- > 0;) i[d] = rest % y.shape()[static_cast<int>(d)], rest /= y.shape()[static_cast<int>(d)];
+          std::vector<int64_t> j(perm.size());
+          for (size_t d = 0; d < perm.size(); ++d) j[static_cast<size_t>(perm[d])] = i[d];
+          for (size_t d = perm.size(); d-- > 0;) flat += j[d] * stride, stride *= in[static_cast<int>(d)];
+          ASSERT_EQ(y.get_as_double(o), static_cast<double>(flat)) << in.str() << " element " << o;
+        }
+      }
+      Rng rng(3);
+      expect_gradient_matches(Spec("Transpose").attr("perm", attr_ints(perm)), {random_tensor(rng, in)});
+    }
+  }
+}
+
 TEST(Slice, NegativeStepsWithStartsAndEndsClampedAsOnnxSpecifies) {
   // x[3::-2, ::-1]: a negative step's end clamps to -1, so index 0 is included.
   Tensor y = run1(Spec("Slice").constants({1, 2, 3, 4}),
