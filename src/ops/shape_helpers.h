@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -154,7 +155,8 @@ inline std::pair<int64_t, int64_t> batched_transpose(const StridedView& v) {
 inline void copy_strided(const StridedView& v, const Tensor& src, Tensor& dst, StridedDirection dir) {
   const size_t es = dtype_size(src.dtype());
   const bool gather = dir == StridedDirection::ViewToContiguous;
-  if (const auto [r, c] = batched_transpose(v); r > 0 && (src.dtype() == DType::Float32 || src.dtype() == DType::Float64)) {
+  const bool packets = src.dtype() == DType::Float32 || src.dtype() == DType::Float64;
+  if (const auto [r, c] = batched_transpose(v); r > 0 && packets) {
     dispatch_float(src.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* s = src.data<T>();

@@ -165,7 +165,10 @@ TEST(Transpose, ChannelsToLastAndBackAsBatchedMatrices) {
         std::vector<int64_t> i(perm.size(), 0);
         for (int64_t o = 0; o < y.numel(); ++o) {
           int64_t rest = o, flat = 0, stride = 1;
-          for (size_t d = perm.size(); d-- > 0;) i[d] = rest % y.shape()[static_cast<int>(d)], rest /= y.shape()[static_cast<int>(d)];
+          for (size_t d = perm.size(); d-- > 0;) {
+            const int64_t dim = y.shape()[static_cast<int>(d)];
+            i[d] = rest % dim, rest /= dim;
+          }
           std::vector<int64_t> j(perm.size());
           for (size_t d = 0; d < perm.size(); ++d) j[static_cast<size_t>(perm[d])] = i[d];
           for (size_t d = perm.size(); d-- > 0;) flat += j[d] * stride, stride *= in[static_cast<int>(d)];
