@@ -16,8 +16,8 @@
 
 #include "ops/conv_kernels.h"
 #include "ops/kernel_util.h"
-#include "ops/transpose_block.h"
 #include "ops/registry.h"
+#include "ops/transpose_block.h"
 #include "util/thread_pool.h"
 
 namespace grist {
@@ -385,7 +385,6 @@ void copy_short(const T* src, int64_t n, T* dst) {
   for (; q + 4 <= n; q += 4) Eigen::Map<Eigen::Array<T, 4, 1>>(dst + q) = Eigen::Map<const Eigen::Array<T, 4, 1>>(src + q);
   for (; q < n; ++q) dst[q] = src[q];
 }
-
 
 #if defined(__AVX2__)
 // Of the 16 floats a, b in order: those at even positions (odd ones with kOdd), in order. A shuffle takes them within
