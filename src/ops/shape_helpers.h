@@ -156,7 +156,10 @@ inline void copy_strided(const StridedView& v, const Tensor& src, Tensor& dst, S
   const size_t es = dtype_size(src.dtype());
   const bool gather = dir == StridedDirection::ViewToContiguous;
   const bool packets = src.dtype() == DType::Float32 || src.dtype() == DType::Float64;
-  if (const auto [r, c] = batched_transpose(v); r > 0 && packets) {
+  // Plain names, not a structured binding: the lambda below captures them (clang before 16 cannot capture one).
+  const std::pair<int64_t, int64_t> matrix = batched_transpose(v);
+  const int64_t r = matrix.first, c = matrix.second;
+  if (r > 0 && packets) {
     dispatch_float(src.dtype(), [&](auto tag) {
       using T = decltype(tag);
       const T* s = src.data<T>();
