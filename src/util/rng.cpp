@@ -19,11 +19,12 @@ void Rng::fill_normal(double* out, int64_t n, double mean, double stddev) {
       u[k] = a, v[k] = b, s[k] = q;
       k += static_cast<int64_t>(q < 1.0 && q != 0.0);
     }
+    // f = σ·√(−2 ln s / s), in place of s.
     Eigen::Map<Eigen::ArrayXd> f(s, pairs);
     f = stddev * (-2.0 * f.log() / f).sqrt();
     for (int64_t k = 0; k < pairs; ++k) {
-      out[i++] = mean + u[k] * s[k];
-      if (i < n) out[i++] = mean + v[k] * s[k];
+      out[i++] = mean + u[k] * f[k];
+      if (i < n) out[i++] = mean + v[k] * f[k];
     }
   }
 }
